@@ -1,0 +1,31 @@
+"""Exceptions that carry a message a user can act on.
+
+Every error a user can cause (bad trace, impossible job, unknown policy, solver trouble) is a
+`SpotlabError`; the CLI prints its message and exits non-zero instead of showing a traceback.
+"""
+
+from __future__ import annotations
+
+
+class SpotlabError(Exception):
+    """Base class: the message names the problem and, where possible, the fix."""
+
+
+class DataNotFoundError(SpotlabError):
+    """A dataset could not be found locally nor fetched."""
+
+
+class TraceError(SpotlabError):
+    """A market trace is malformed (missing columns, bad values, wrong order...)."""
+
+
+class JobError(SpotlabError):
+    """A job is ill-specified or cannot meet its deadline even on on-demand GPUs."""
+
+
+class PolicyError(SpotlabError):
+    """Unknown policy, bad policy parameter, or a policy that returned an invalid action."""
+
+
+class SolverError(SpotlabError):
+    """The optimisation model could not be solved (infeasible, time-out without a solution, bad data)."""
