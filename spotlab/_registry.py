@@ -1,0 +1,223 @@
+"""Where every known data file comes from, pinned by commit and sha256.
+
+Three kinds of entries, so that a download is either byte-exact or refused with a reason:
+
+- ``verbatim``: a copy of one file of a public repository; fetched as is and checked against ``sha256``.
+- ``rebuild``: a tidy CSV under ``markets/`` re-derived from pinned source files (each checked on download);
+  ``sha256`` is that of the *decompressed* CSV and is checked after the rebuild (values of markets/SHA256SUMS).
+- ``local``: cannot be fetched from here; ``reason`` says why. ``sha256`` is still given where known so a
+  local copy can be checked by hand.
+
+Hashes of verbatim files were computed from the copies in the shared data folder, whose READMEs name the
+repository, commit and path of each one (``__`` in a file name stands for ``/``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Literal, Mapping
+
+GITHUB_RAW = "https://raw.githubusercontent.com"
+
+
+@dataclass(frozen=True)
+class Repo:
+    """A public repository at a pinned commit: a moving branch would make hashes meaningless."""
+
+    owner: str
+    name: str
+    commit: str
+
+
+@dataclass(frozen=True)
+class Source:
+    """One file of a pinned repository, with the sha256 its bytes must have."""
+
+    repo: Repo
+    path: str
+    sha256: str
+
+    def url(self, base: str = GITHUB_RAW) -> str:
+        """URL in the raw.githubusercontent.com layout ``{base}/{owner}/{repo}/{commit}/{path}``."""
+        return f"{base.rstrip('/')}/{self.repo.owner}/{self.repo.name}/{self.repo.commit}/{self.path}"
+
+
+@dataclass(frozen=True)
+class CountsRecipe:
+    """How a tidy counts CSV is derived: value i of each trace's ``data`` at ``start + i * gap_seconds``.
+
+    Rows come zone by zone in the order of ``zones`` (the order of the source files), then by time.
+    Prices are constant strings (possibly empty) because these sources carry no per-tick price.
+    """
+
+    cloud: str
+    gpu: str
+    requested: int
+    start: str  # conventional start, ISO 8601 UTC: the sources record only a relative clock
+    spot_price: str
+    on_demand_price: str
+    zones: tuple[tuple[str, Source], ...]
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A known relative path under the data root and how (or whether) it can be obtained."""
+
+    relpath: str
+    kind: Literal["verbatim", "rebuild", "local"]
+    sha256: str | None
+    source: Source | None = None
+    recipe: CountsRecipe | None = None
+    reason: str = ""
+
+
+SKYPILOT = Repo("skypilot-org", "spot-traces", "221da1ab9bdfe7966da296265d7694d52dc0c5a6")
+SPOTHEDGE = Repo("MaoZiming", "spothedge_ae", "df02263c3c24e598bed93486b79feafdac49bf20")
+SKYNOMAD = Repo("andylizf", "skynomad-artifact", "62b9aaa1942e30c40cb9f6f5d7d03d6823d1d1f7")
+ADRS = Repo("UCB-ADRS", "ADRS-Leaderboard", "f856497ded0c34c97323730f2012a2767b1caa92")
+
+CSV_HEADER = "time,cloud,zone,gpu,requested,available,spot_price,on_demand_price"
+
+
+def _verbatim(folder: str, name: str, repo: Repo, repo_path: str, sha256: str) -> Entry:
+    return Entry(f"sky_spot_traces/{folder}/{name}", "verbatim", sha256, source=Source(repo, repo_path, sha256))
+
+
+def _skypilot(name: str, sha256: str) -> Entry:
+    return _verbatim("skypilot-spot-traces", name, SKYPILOT, name.replace("__", "/"), sha256)
+
+
+def _spothedge(name: str, sha256: str) -> Entry:
+    return _verbatim("spothedge-ae", name, SPOTHEDGE, "data/" + name.replace("__", "/"), sha256)
+
+
+_ADRS_TAR = "problems/cant_be_late/resources/real_traces.tar.gz"
+_ADRS_REASON = (
+    f"member of the tar archive {ADRS.owner}/{ADRS.name}@{ADRS.commit[:12]}:{_ADRS_TAR}, whose sha256 is not "
+    "pinned here (no local copy of the archive to hash), so a download could not be verified"
+)
+_SKYNOMAD_TAR = "data/converted_multi_region_aligned_h100_16_merged.tar.gz"
+_SKYNOMAD_REASON = (
+    f"member of the tar archive {SKYNOMAD.owner}/{SKYNOMAD.name}@{SKYNOMAD.commit[:12]}:{_SKYNOMAD_TAR}, whose "
+    "sha256 is not pinned here (no local copy of the archive to hash), so a download could not be verified"
+)
+
+
+def _local(relpath: str, sha256: str | None, reason: str) -> Entry:
+    return Entry(relpath, "local", sha256, reason=reason)
+
+
+_GCP1_ZONES = ("asia-northeast1-a", "europe-west4-a", "us-central1-a", "us-central1-b", "us-east1-b", "us-west1-b")
+_GCP1_SHA256 = (
+    "e8a7da01b77f5d0e5da642031000973b0aa7824774e23567565b8584a36d0d2b",
+    "a4ff8c5182fa2be8e29c03fc891a8db60a7ec89f60c20535100608ee3661885a",
+    "3c4244f8b9bf999a763881d501b3a96bdd3eb2530e2006726e56b0d6b01f84d0",
+    "2b64a9f89ba584ee50ff056066355640018560ff5f67fa567acea8b84abfc2e8",
+    "bbc7d3d3078652640fa3b4f089fea4423b3c4418689ae8f50d658e66763f8e37",
+    "4fff137e9385fa759dbdcec2df00b2e1f72d55e4c611e13cf8e761088a0ac755",
+)
+_GCP1 = tuple(
+    _spothedge(f"GCP1__{zone}_a100_40gb_8.json", sha) for zone, sha in zip(_GCP1_ZONES, _GCP1_SHA256, strict=True)
+)
+
+# The 16-node V100 traces of skypilot-org/spot-traces. Only us-west-2a is copied verbatim in the shared data.
+# Those files are exactly `json.dumps(obj)` of {"metadata": {"gap_seconds": 300}, "data": [...]} (checked
+# byte for byte on the us-west-2a copy), and the tidy CSV keeps every value, so the us-east-2b and us-west-2c
+# files were reconstructed from markets/aws_v100_16node_counts.csv.gz to obtain their sha256. Their lengths
+# and contents also agree with the public copies of those two files.
+_AWS16_DIR = "availability/16-node/aws-08-27-2023"
+_AWS16_US_WEST_2A = _skypilot(
+    "availability__16-node__aws-08-27-2023__us-west-2a_v100_1.json",
+    "0aae822d720585aa435b6a04248d2bd21ec1cdaab112e6cbfb23b12f5f664078",
+)
+_AWS16_SOURCES = (
+    ("us-east-2b", Source(SKYPILOT, f"{_AWS16_DIR}/us-east-2b_v100_1.json",
+                          "fa1f117fd25696aa36250d73f4a47954a281c04243cadbe47074b9ae4a70659f")),
+    ("us-west-2a", _AWS16_US_WEST_2A.source),
+    ("us-west-2c", Source(SKYPILOT, f"{_AWS16_DIR}/us-west-2c_v100_1.json",
+                          "0a540de491d1e1764c1e913ecef04e0475717acb328cf1a8d601948cac138c83")),
+)
+
+_ENTRIES: tuple[Entry, ...] = (
+    # --- markets/: tidy CSVs; sha256 of the decompressed content (markets/SHA256SUMS) ---
+    Entry(
+        "markets/gcp_a100_counts.csv.gz", "rebuild",
+        "c60045252168ee70f851012a55cbbbe3ac9d6d74e794290c37f6f9495b5c9fec",
+        recipe=CountsRecipe(
+            cloud="gcp", gpu="A100-40GB", requested=4, start="2023-01-01T00:00:00Z", spot_price="",
+            on_demand_price="", zones=tuple((zone, e.source) for zone, e in zip(_GCP1_ZONES, _GCP1, strict=True)),
+        ),
+    ),
+    Entry(
+        "markets/aws_v100_16node_counts.csv.gz", "rebuild",
+        "5540a024b8c5267d969e04545d2bb56ee678264fcf0b6e1a6627cf33094b131a",
+        recipe=CountsRecipe(
+            cloud="aws", gpu="V100-16GB", requested=16, start="2023-08-27T00:00:00Z", spot_price="",
+            on_demand_price="3.0600", zones=_AWS16_SOURCES,
+        ),
+    ),
+    _local(
+        "markets/gcp_h100_probes.csv.gz", "1b5e2d6e863b707634f01ac76310a9963acd8c3198e98519511121ab0e19dd15",
+        f"not rebuildable here: derived from the 2,104 probe-round files {SKYNOMAD.owner}/{SKYNOMAD.name}:"
+        "data/h100_16_runs/*.json plus data/spot_price_cache/gcp/*.json, whose names and sha256 are not pinned "
+        "here (no local copies of those sources)",
+    ),
+    _local(
+        "markets/aws_v100_p3.2xlarge.csv.gz", "3ca9d9c4e35c54e6fcdab6c07c1274567ccae73500c73fb6ca023009a0cbedf1",
+        f"not rebuildable here: derived from {SKYNOMAD.owner}/{SKYNOMAD.name}:"
+        "data/real/availability/2023-02-15/processed/<zone>_v100_1.csv and data/v100_spot_prices.json, whose "
+        "exact bytes, formatting and sha256 are unknown here (no local copies of those sources)",
+    ),
+    # --- sky_spot_traces/: verbatim copies of single repository files ---
+    _skypilot("availability__1-node__aws-02-15-2023__us-east-1a_v100_1.json",
+              "cf87a4e199af5178fab1f899b32ddebc717ed2bf5aa0ff7530af264cff0624a1"),
+    _skypilot("availability__1-node__aws-02-15-2023__us-west-2a_v100_1.json",
+              "2f67ddba78f9bfe2df31e4c56bc480bbc98771bca6c3a33b2b9e5a105909c53a"),
+    _skypilot("availability__1-node__aws-10-26-2022__us-west-2a_v100_1.json",
+              "51100f536cec660cd324125f02cdb45a4bdda3ccfdad790a1842b9c94bd365e2"),
+    _AWS16_US_WEST_2A,
+    _skypilot("preemption__1-node__aws-04-22-2023__us-east-1f_v100_1.json",
+              "05dd39a548ed2714d23c19188b5385051547cd3650d3327c2bee90be92893dbc"),
+    _skypilot("preemption__4-node__aws-08-03-2023__us-east-1f_v100_1.json",
+              "bfd67f8b3bfb267f3145e22ff1c52a036e0151ad2c3826f08d7668c54fd60dbe"),
+    *_GCP1,
+    _spothedge("AWS1__us-east-1f_v100_1.json", "4deffd1fed38ee645a734d39699b2a5071b2072b64e6ffb13dc776a47767b2f3"),
+    _verbatim("skynomad-gcp-h100", "us-central1_a3-highgpu-8g.json", SKYNOMAD,
+              "data/spot_price_cache/gcp/us-central1_a3-highgpu-8g.json",
+              "20d9aab0bd6d3f072614c9a76597a1c407b13a56a6193b27f0875f16ada6bd2c"),
+    # --- sky_spot_traces/: members of tar archives or curated files: local only ---
+    _local("sky_spot_traces/skynomad-gcp-h100/us-central1-a_h100_16__full.json",
+           "bba0d39404eadca0d63f71f982a196ee404aa4d8e5e80f3a665f1355abe6173d", _SKYNOMAD_REASON),
+    _local("sky_spot_traces/skynomad-gcp-h100/us-east4-a_h100_16__full.json",
+           "567b572956a16e0779bf70273afb0f10d43ffa60edf7535b277126a1936ad894", _SKYNOMAD_REASON),
+    _local("sky_spot_traces/skynomad-gcp-h100/us-west1-b_h100_16__full.json",
+           "048ca2f2d4047f5e62e79cb81abfc8593ae528a7156dfa5519de7d46f3020b70", _SKYNOMAD_REASON),
+    _local("sky_spot_traces/skynomad-gcp-h100/us-central1-a_h100_16__window0.json",
+           "190f6dcfa18d4d74ed20207dba397e96fbbca93b2909d1996be58de74b2dd440", _SKYNOMAD_REASON),
+    _local("sky_spot_traces/adrs-cant-be-late-traces/ping_based__us-west-2a_v100_1.json",
+           "3fd0ac7d16fba6ba666e12f6db7df31209b39f8b0a7c4f3b7bd875dda6b4d0b1", _ADRS_REASON),
+    _local("sky_spot_traces/adrs-cant-be-late-traces/ping_based__us-west-2b_k80_1.json",
+           "d226ca1a3adf30cef82377a5cc9332af8559e3d9447e2c4d94b74fbaaa283905", _ADRS_REASON),
+    _local("sky_spot_traces/adrs-cant-be-late-traces/ping_based__stats.tsv",
+           "6e1d23c4e71b7d9237835744343195b461a12ff47cfa3d8ade03011f367cab8f", _ADRS_REASON),
+    *(
+        _local(f"sky_spot_traces/adrs-cant-be-late-traces/random_start__overhead0.10__us-west-2a_v100_1__{i}.json",
+               sha, _ADRS_REASON)
+        for i, sha in enumerate((
+            "de1b982d7ef75f4df2a71035fa73404e8b6abcf66f0d8997de428423d58cbb26",
+            "5853ea8cc30a8f164c49f47c88443dbc8ec90cbfd2f8f2471575e7e669f544d6",
+            "8dc93c441d02215094b3316555ff345208b49358e0beab1dcdc825a6e7054380",
+        ))
+    ),
+    _local("sky_spot_traces/adrs-cant-be-late-traces/random_start__us-west-2a_v100_1__windows.csv",
+           "d70ba01b4fd2eb4e7290e2b560f6bf4fe7a30e4197ebaf37e6077d4b6993fd83",
+           "a table of window slices compiled for the shared data folder, not a file of any public repository"),
+)
+
+REGISTRY: Mapping[str, Entry] = MappingProxyType({e.relpath: e for e in _ENTRIES})
+
+# Sources that are also verbatim datasets: resolved through the dataset (local root first, then cache).
+SOURCE_DATASET: Mapping[Source, str] = MappingProxyType(
+    {e.source: e.relpath for e in _ENTRIES if e.kind == "verbatim" and e.source is not None}
+)

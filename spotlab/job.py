@@ -1,0 +1,148 @@
+"""The fine-tuning job: work, deadlines, GPU range, throughput, value and utility (SPEC §2).
+
+Work is measured in *throughput units*: one GPU-hour of work on one GPU is `H(1)` units, so a job
+given as "W hours on one GPU" has `work = W * H(1)` (see `Job.from_gpu_hours`). Times are hours
+from the start of the job's window.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+import numpy as np
+
+from .errors import JobError
+
+
+@dataclass(frozen=True)
+class Throughput:
+    """Training throughput `H(n)` as a function of the GPU count n, with `H(0) = 0`.
+
+    Either the paper's linear fit `H(n) = alpha*n + beta` (n >= 1) or a measured profile table
+    `{n: throughput}`; a table is looked up exactly (a policy may only use the listed counts between
+    N_min and N_max, so a missing count is an error, not an interpolation).
+    """
+
+    alpha: float = 1.0
+    beta: float = 0.0
+    table: tuple[tuple[int, float], ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.table is not None:
+            counts = [n for n, _ in self.table]
+            if len(set(counts)) != len(counts) or any(n < 1 for n in counts):
+                raise JobError("throughput table needs distinct GPU counts >= 1")
+            if any(not np.isfinite(h) or h <= 0 for _, h in self.table):
+                raise JobError("throughput table values must be finite and > 0")
+        elif not (np.isfinite(self.alpha) and np.isfinite(self.beta)):
+            raise JobError(f"throughput alpha={self.alpha}, beta={self.beta} must be finite")
+
+    @classmethod
+    def from_table(cls, table: Mapping[int, float]) -> "Throughput":
+        return cls(table=tuple(sorted((int(n), float(h)) for n, h in table.items())))
+
+    @property
+    def is_linear(self) -> bool:
+        return self.table is None
+
+    def __call__(self, n: np.ndarray | int) -> np.ndarray:
+        """Vectorised `H(n)`; `H(0) = 0`."""
+        n_arr = np.asarray(n)
+        if self.table is None:
+            return np.where(n_arr > 0, self.alpha * n_arr + self.beta, 0.0)
+        lookup = np.zeros(max(c for c, _ in self.table) + 1)
+        lookup[[c for c, _ in self.table]] = [h for _, h in self.table]
+        if np.any(n_arr >= lookup.size) or np.any(n_arr < 0):
+            raise JobError(f"GPU count outside the throughput table: {np.unique(n_arr)}")
+        out = lookup[n_arr]
+        if np.any((n_arr > 0) & (out == 0)):
+            raise JobError(f"GPU count missing from the throughput table: {np.unique(n_arr[(n_arr > 0) & (out == 0)])}")
+        return out
+
+
+@dataclass(frozen=True)
+class Job:
+    """One fine-tuning job `{L, d, gamma*d, N_min, N_max}` plus its value and overhead.
+
+    `deadline_h` is the soft deadline d (full value `value` up to it), `hard_deadline_h` is gamma*d
+    (value falls linearly to 0 between them; a job not done by then earns `-miss_penalty`).
+    `overhead_h` is the reconfiguration overhead delta: hours of zero progress (still billed) after
+    every start, count change, spot/on-demand swap or preemption recovery.
+    """
+
+    work: float
+    deadline_h: float
+    hard_deadline_h: float | None = None
+    n_min: int = 1
+    n_max: int = 1
+    throughput: Throughput = field(default_factory=Throughput)
+    value: float = 0.0
+    miss_penalty: float = 0.0
+    overhead_h: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.hard_deadline_h is None:
+            object.__setattr__(self, "hard_deadline_h", float(self.deadline_h))
+        checks = [
+            (np.isfinite(self.work) and self.work > 0, f"work must be > 0 (got {self.work})"),
+            (np.isfinite(self.deadline_h) and self.deadline_h > 0, f"deadline must be > 0 hours (got {self.deadline_h})"),
+            (self.hard_deadline_h >= self.deadline_h,
+             f"hard deadline ({self.hard_deadline_h} h) must not be before the soft deadline ({self.deadline_h} h)"),
+            (int(self.n_min) == self.n_min and int(self.n_max) == self.n_max and 1 <= self.n_min <= self.n_max,
+             f"need integers 1 <= N_min <= N_max (got N_min={self.n_min}, N_max={self.n_max})"),
+            (np.isfinite(self.overhead_h) and self.overhead_h >= 0, f"overhead must be >= 0 hours (got {self.overhead_h})"),
+            (np.isfinite(self.value) and np.isfinite(self.miss_penalty) and self.miss_penalty >= 0,
+             f"value must be finite and miss penalty >= 0 (got {self.value}, {self.miss_penalty})"),
+        ]
+        for ok, msg in checks:
+            if not ok:
+                raise JobError(msg)
+        h = self.throughput(np.arange(self.n_min, self.n_max + 1))
+        if np.any(h <= 0):
+            raise JobError(f"throughput H(n) must be > 0 for N_min..N_max, got {h.tolist()}")
+
+    @classmethod
+    def from_gpu_hours(cls, work_hours: float, deadline_h: float, **kw) -> "Job":
+        """Work given as hours on one GPU, converted to throughput units `W * H(1)`."""
+        tp = kw.get("throughput", Throughput())
+        if not (np.isfinite(work_hours) and work_hours > 0):
+            raise JobError(f"work must be > 0 GPU-hours (got {work_hours})")
+        h1 = float(tp(1)) if (tp.is_linear or any(n == 1 for n, _ in tp.table)) else None
+        if h1 is None:
+            raise JobError("work in GPU-hours needs H(1); the throughput table has no entry for 1 GPU")
+        return cls(work=work_hours * h1, deadline_h=deadline_h, **kw)
+
+    @property
+    def gamma(self) -> float:
+        return self.hard_deadline_h / self.deadline_h
+
+    @property
+    def max_rate(self) -> float:
+        """Throughput on N_max GPUs: the fastest the job can go."""
+        return float(self.throughput(self.n_max))
+
+    def value_at(self, completion_h: np.ndarray | float) -> np.ndarray:
+        """V(T): full value by d, linear to 0 at gamma*d, `-miss_penalty` if not done (T = NaN or > gamma*d)."""
+        t = np.asarray(completion_h, dtype=float)
+        d, hd = self.deadline_h, self.hard_deadline_h
+        eps = 1e-9
+        done = np.isfinite(t) & (t <= hd + eps)
+        if hd > d:
+            frac = np.clip((hd - t) / (hd - d), 0.0, 1.0)
+        else:
+            frac = np.ones_like(t)
+        v = np.where(t <= d + eps, self.value, self.value * frac)
+        return np.where(done, v, -self.miss_penalty)
+
+    def check_feasible(self, slot_hours: float) -> None:
+        """Raise if even N_max on-demand GPUs from slot 0 cannot finish by the hard deadline."""
+        need = self.overhead_h + self.work / self.max_rate
+        slots_avail = np.floor(self.hard_deadline_h / slot_hours + 1e-9)
+        if need > slots_avail * slot_hours + 1e-9:
+            raise JobError(
+                f"impossible deadline: the job needs {need:.3f} h on {self.n_max} on-demand GPU(s) "
+                f"(work {self.work:g} at H({self.n_max})={self.max_rate:g}/h plus {self.overhead_h:g} h overhead) "
+                f"but the hard deadline leaves {slots_avail * slot_hours:.3f} h "
+                f"({int(slots_avail)} slots of {slot_hours:g} h)"
+            )

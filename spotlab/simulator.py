@@ -1,0 +1,413 @@
+"""The simulator: one engine that replays any policy on market traces (SPEC §3).
+
+The market is exogenous, so many windows of a trace (or many traces of equal slot length) are
+simulated *in lockstep*: state is a handful of arrays of shape (windows,), and each slot costs a
+few numpy operations whatever the number of windows. A policy sees an `Observation` of those
+arrays and returns integer allocations `(o, s)` (on-demand and spot GPUs) for every window.
+
+Per slot t (all windows at once):
+1. Preemption: spot GPUs held in t-1 beyond the availability `a_t` are lost (work is kept).
+2. The policy proposes `(o_t, s_t)`; the deadline safety net may override it (online policies).
+3. Spot is clipped to `a_t`; a count between 0 and N_min cannot run and becomes idle.
+4. A running slot whose allocation differs from t-1's (or that recovers from a preemption) starts
+   a reconfiguration: `delta` hours of zero progress, carried into later slots if delta > slot.
+5. Work `H(n)*(slot - overhead)` is credited; the finishing slot is billed for the time used
+   (`billing="fractional"`) or in full (`billing="full"`, as the Can't Be Late simulator does).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, Protocol, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .errors import PolicyError, TraceError
+from .job import Job
+from .market import Market
+
+EPS = 1e-9
+
+
+@dataclass(frozen=True)
+class SimSettings:
+    """Engine settings. `cant_be_late()` gives the settings that reproduce that simulator (SPEC §3.2).
+
+    `safety_net`: "strict" switches to N_max on-demand GPUs when the remaining work can only just
+    be finished by the hard deadline, keeping an intact full allocation with no pending overhead;
+    "cbl" is the Can't Be Late guard, which also keeps a spot request whose instance was just
+    preempted (so that slot is lost); "off" disables it. Offline plans never pass through it.
+    """
+
+    billing: Literal["fractional", "full"] = "fractional"
+    safety_net: Literal["strict", "cbl", "off"] = "strict"
+
+    def __post_init__(self) -> None:
+        if self.billing not in ("fractional", "full"):
+            raise ValueError(f"billing must be 'fractional' or 'full', got {self.billing!r}")
+        if self.safety_net not in ("strict", "cbl", "off"):
+            raise ValueError(f"safety_net must be 'strict', 'cbl' or 'off', got {self.safety_net!r}")
+
+    @classmethod
+    def cant_be_late(cls) -> "SimSettings":
+        return cls(billing="full", safety_net="cbl")
+
+
+@dataclass(frozen=True, eq=False)
+class Episodes:
+    """W market windows of equal slot length stacked as (W, T) arrays (padded past `length`)."""
+
+    avail: np.ndarray
+    spot_price: np.ndarray
+    od_price: np.ndarray
+    length: np.ndarray
+    slot_hours: float
+    names: tuple[str, ...]
+
+    @property
+    def n(self) -> int:
+        return int(self.avail.shape[0])
+
+    @classmethod
+    def from_markets(cls, markets: Sequence[Market]) -> "Episodes":
+        if not markets:
+            raise TraceError("no market windows to simulate")
+        dt = markets[0].slot_hours
+        if any(abs(m.slot_hours - dt) > 1e-12 for m in markets):
+            raise TraceError("all windows simulated together must have the same slot length")
+        for m in markets:
+            if not m.has_spot_price or not m.has_od_price:
+                which = "spot" if not m.has_spot_price else "on-demand"
+                raise TraceError(
+                    f"{m.name}: the trace has no {which} price; give one (CLI: --{which.replace('on-demand', 'on-demand')}-price P)"
+                )
+        T = max(len(m) for m in markets)
+        W = len(markets)
+        avail = np.zeros((W, T), dtype=np.int64)
+        sp = np.full((W, T), np.nan)
+        od = np.full((W, T), np.nan)
+        for i, m in enumerate(markets):
+            avail[i, : len(m)] = m.avail
+            sp[i, : len(m)] = m.spot_price
+            od[i, : len(m)] = m.od_price
+        return cls(avail, sp, od, np.array([len(m) for m in markets]), dt, tuple(m.name for m in markets))
+
+    @classmethod
+    def from_windows(cls, market: Market, starts: Sequence[int], stops: Sequence[int]) -> "Episodes":
+        """Windows `[start, stop)` of one market without building a `Market` per window."""
+        starts = np.asarray(starts, dtype=np.int64)
+        stops = np.asarray(stops, dtype=np.int64)
+        if starts.size == 0:
+            raise TraceError("no windows given")
+        if np.any(starts < 0) or np.any(stops > len(market)) or np.any(stops <= starts):
+            i = int(np.flatnonzero((starts < 0) | (stops > len(market)) | (stops <= starts))[0])
+            raise TraceError(f"window {i} [{starts[i]}, {stops[i]}) is outside the trace's {len(market)} slots")
+        if not market.has_spot_price or not market.has_od_price:
+            which = "spot" if not market.has_spot_price else "on-demand"
+            raise TraceError(f"{market.name}: the trace has no {which} price; give one (CLI: --{which}-price P)")
+        length = stops - starts
+        T = int(length.max())
+        idx = starts[:, None] + np.arange(T)[None, :]
+        valid = idx < stops[:, None]
+        idx = np.minimum(idx, len(market) - 1)
+        avail = np.where(valid, market.avail[idx], 0)
+        sp = np.where(valid, market.spot_price[idx], np.nan)
+        od = np.where(valid, market.od_price[idx], np.nan)
+        names = tuple(f"{market.name}[{a}:{b}]" for a, b in zip(starts, stops))
+        return cls(avail, sp, od, length, market.slot_hours, names)
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a policy is told before an episode. `episodes` holds the *whole* traces: only
+    hindsight policies (the optimum, prediction oracles) may read beyond the current slot."""
+
+    job: Job
+    episodes: Episodes
+    settings: SimSettings
+    horizon: int  # number of slots simulated (up to the hard deadline)
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class Observation:
+    """State of every window at the start of slot t (arrays of shape (W,))."""
+
+    t: int
+    time_h: float
+    remaining: np.ndarray  # work units left
+    pending_h: np.ndarray  # reconfiguration overhead still to pay
+    held_o: np.ndarray  # allocation that survived into slot t (after preemption)
+    held_s: np.ndarray
+    prev_o: np.ndarray  # allocation that ran in slot t-1
+    prev_s: np.ndarray
+    avail: np.ndarray  # a_t: spot GPUs obtainable in slot t
+    spot_price: np.ndarray
+    od_price: np.ndarray
+    active: np.ndarray  # job neither finished nor failed
+
+
+class Policy(Protocol):
+    """A scheduling policy: parameters in `__init__`, `reset` per batch of episodes, `act` per slot."""
+
+    name: str
+    uses_safety_net: bool
+
+    def reset(self, ctx: Context) -> None: ...
+
+    def act(self, obs: Observation) -> tuple[np.ndarray, np.ndarray]: ...
+
+
+def ceil_slots(hours: np.ndarray, slot_hours: float) -> np.ndarray:
+    """ceil(hours / slot) robust to float error (exact values on the grid are not bumped up)."""
+    return np.ceil(np.asarray(hours) / slot_hours - 1e-7)
+
+
+def floor_slots(hours: np.ndarray, slot_hours: float) -> np.ndarray:
+    return np.floor(np.asarray(hours) / slot_hours + 1e-7)
+
+
+def deadline_pressure(job: Job, obs: Observation, slot_hours: float, extra_overheads: int = 1) -> np.ndarray:
+    """True where finishing on N_max on-demand GPUs (with `extra_overheads` restarts) needs every
+    slot left before the hard deadline: the trigger of the safety net (Can't Be Late's need >= R)."""
+    need = ceil_slots(obs.remaining / job.max_rate + extra_overheads * job.overhead_h, slot_hours)
+    left = floor_slots(job.hard_deadline_h - obs.time_h, slot_hours)
+    return need >= left
+
+
+def apply_safety_net(job: Job, obs: Observation, o: np.ndarray, s: np.ndarray, variant: str, slot_hours: float):
+    """Override the policy where the deadline is at stake (SPEC §6): N_max on-demand GPUs, except
+    that a full allocation already running with no pending overhead is kept."""
+    if variant == "off":
+        return o, s
+    trig = deadline_pressure(job, obs, slot_hours) & obs.active
+    if not trig.any():
+        return o, s
+    calm = obs.pending_h <= EPS
+    if variant == "cbl":
+        keep = trig & calm & (obs.prev_s > 0)
+        keep_o, keep_s = obs.prev_o, obs.prev_s
+    else:
+        intact = obs.held_s == obs.prev_s
+        keep = trig & calm & intact & (obs.prev_o + obs.prev_s == job.n_max)
+        keep_o, keep_s = obs.prev_o, obs.prev_s
+    o = np.where(trig, np.where(keep, keep_o, job.n_max), o)
+    s = np.where(trig, np.where(keep, keep_s, 0), s)
+    return o, s
+
+
+@dataclass(frozen=True, eq=False)
+class SimulationResult:
+    """Per-slot arrays (W, H) and per-window outcomes; `records()` and `summary()` give tables."""
+
+    policy: str
+    job: Job
+    settings: SimSettings
+    names: tuple[str, ...]
+    slot_hours: float
+    arrays: dict = field(repr=False)
+    completion_h: np.ndarray = field(repr=False)
+    cost: np.ndarray = field(repr=False)
+    value: np.ndarray = field(repr=False)
+
+    @property
+    def utility(self) -> np.ndarray:
+        return self.value - self.cost
+
+    @property
+    def done(self) -> np.ndarray:
+        return np.isfinite(self.completion_h)
+
+    @property
+    def met_deadline(self) -> np.ndarray:
+        """Finished by the soft deadline d."""
+        return self.done & (self.completion_h <= self.job.deadline_h + EPS)
+
+    @property
+    def met_hard_deadline(self) -> np.ndarray:
+        return self.done & (self.completion_h <= self.job.hard_deadline_h + EPS)
+
+    def summary(self) -> pd.DataFrame:
+        a = self.arrays
+        return pd.DataFrame(
+            {
+                "window": self.names,
+                "cost": self.cost,
+                "value": self.value,
+                "utility": self.utility,
+                "completion_h": self.completion_h,
+                "met_deadline": self.met_deadline,
+                "met_hard_deadline": self.met_hard_deadline,
+                "reconfigurations": a["reconfig"].sum(axis=1),
+                "preemptions": (a["preempted"] > 0).sum(axis=1),
+                "spot_gpu_hours": (a["s"] * a["billed_h"]).sum(axis=1),
+                "od_gpu_hours": (a["o"] * a["billed_h"]).sum(axis=1),
+                "overhead_h": a["overhead_h"].sum(axis=1),
+            }
+        )
+
+    def metrics(self) -> dict:
+        """Means over windows: the numbers a figure or the CLI reports."""
+        return {
+            "policy": self.policy,
+            "runs": int(len(self.names)),
+            "mean_cost": float(np.mean(self.cost)),
+            "mean_value": float(np.mean(self.value)),
+            "mean_utility": float(np.mean(self.utility)),
+            "deadline_met_fraction": float(np.mean(self.met_deadline)),
+            "hard_deadline_met_fraction": float(np.mean(self.met_hard_deadline)),
+            "mean_completion_h": float(np.nanmean(self.completion_h)) if self.done.any() else float("nan"),
+            "mean_reconfigurations": float(np.mean(self.arrays["reconfig"].sum(axis=1))),
+        }
+
+    def records(self) -> pd.DataFrame:
+        """The per-slot record, one row per (window, slot) while the job was alive."""
+        a = self.arrays
+        W, H = a["o"].shape
+        alive = a["alive"]
+        data = {
+            "window": np.repeat(np.asarray(self.names, dtype=object), H).reshape(W, H)[alive],
+            "slot": np.broadcast_to(np.arange(H), (W, H))[alive],
+            "time_h": np.broadcast_to(np.arange(H) * self.slot_hours, (W, H))[alive],
+        }
+        for k in ("avail", "spot_price", "od_price", "o", "s", "s_requested", "preempted", "reconfig",
+                  "overhead_h", "billed_h", "work", "cost", "remaining"):
+            data[k] = a[k][alive]
+        return pd.DataFrame(data)
+
+
+def horizon_slots(job: Job, slot_hours: float) -> int:
+    """Slots from 0 up to the hard deadline (a partial last slot still counts)."""
+    return int(ceil_slots(job.hard_deadline_h, slot_hours))
+
+
+def simulate(
+    policy: Policy,
+    market: Market | Episodes | Sequence[Market],
+    job: Job,
+    settings: SimSettings | None = None,
+    seed: int = 0,
+) -> SimulationResult:
+    """Replay `policy` on every window of `market` and account work, overhead and cost exactly."""
+    settings = settings or SimSettings()
+    if isinstance(market, Episodes):
+        ep = market
+    elif isinstance(market, Market):
+        ep = Episodes.from_markets([market])
+    else:
+        ep = Episodes.from_markets(list(market))
+    dt = ep.slot_hours
+    job.check_feasible(dt)
+    H = horizon_slots(job, dt)
+    if int(ep.length.min()) < H:
+        i = int(np.argmin(ep.length))
+        raise TraceError(
+            f"{ep.names[i]}: the trace has {ep.length[i]} slots ({ep.length[i] * dt:g} h) but the job's hard "
+            f"deadline needs {H} slots ({job.hard_deadline_h:g} h); use a longer trace or an earlier deadline"
+        )
+    W = ep.n
+    ctx = Context(job=job, episodes=ep, settings=settings, horizon=H, seed=seed)
+    policy.reset(ctx)
+    net = settings.safety_net if getattr(policy, "uses_safety_net", True) else "off"
+
+    names = ("o", "s", "s_requested", "preempted", "overhead_h", "billed_h", "work", "cost", "remaining")
+    arr = {k: np.zeros((W, H)) for k in names}
+    for k in ("o", "s", "s_requested", "preempted"):
+        arr[k] = arr[k].astype(np.int64)
+    arr["reconfig"] = np.zeros((W, H), dtype=bool)
+    arr["alive"] = np.zeros((W, H), dtype=bool)
+    arr["avail"] = ep.avail[:, :H]
+    arr["spot_price"] = ep.spot_price[:, :H]
+    arr["od_price"] = ep.od_price[:, :H]
+
+    remaining = np.full(W, float(job.work))
+    pending = np.zeros(W)
+    prev_o = np.zeros(W, dtype=np.int64)
+    prev_s = np.zeros(W, dtype=np.int64)
+    active = np.ones(W, dtype=bool)
+    completion = np.full(W, np.nan)
+    cost_total = np.zeros(W)
+    tol = EPS * max(1.0, job.work)
+
+    for t in range(H):
+        a_t = ep.avail[:, t]
+        held_s = np.minimum(prev_s, a_t)
+        preempted = prev_s - held_s
+        obs = Observation(
+            t=t, time_h=t * dt, remaining=remaining.copy(), pending_h=pending.copy(),
+            held_o=prev_o.copy(), held_s=held_s, prev_o=prev_o.copy(), prev_s=prev_s.copy(),
+            avail=a_t, spot_price=ep.spot_price[:, t], od_price=ep.od_price[:, t], active=active.copy(),
+        )
+        o_req, s_req = policy.act(obs)
+        o_req, s_req = _check_action(policy, o_req, s_req, W, t, job, active)
+        o_req, s_req = apply_safety_net(job, obs, o_req, s_req, net, dt)
+        o = np.where(active, o_req, 0)
+        s = np.where(active, np.minimum(s_req, a_t), 0)
+        n = o + s
+        too_few = (n > 0) & (n < job.n_min)
+        o = np.where(too_few, 0, o)
+        s = np.where(too_few, 0, s)
+        n = o + s
+        running = n > 0
+        reconfig = running & ((o != prev_o) | (s != prev_s) | (preempted > 0))
+        pending = np.where(reconfig, job.overhead_h, pending)
+        lost = np.where(running, np.minimum(pending, dt), 0.0)
+        rate = job.throughput(n)
+        capacity = rate * (dt - lost)
+        finishing = running & (capacity >= remaining - tol)
+        safe_rate = np.where(rate > 0, rate, 1.0)
+        used = np.where(finishing, np.minimum(lost + remaining / safe_rate, dt), np.where(running, dt, 0.0))
+        billed = used if settings.billing == "fractional" else np.where(running, dt, 0.0)
+        price = o * ep.od_price[:, t] + s * ep.spot_price[:, t]
+        cost = price * billed
+        work = np.where(finishing, remaining, np.where(running, capacity, 0.0))
+        completion = np.where(finishing, t * dt + used, completion)
+        remaining = np.where(finishing, 0.0, remaining - work)
+        pending = np.where(running, np.maximum(pending - dt, 0.0), pending)
+        cost_total += cost
+
+        arr["alive"][:, t] = active
+        arr["o"][:, t], arr["s"][:, t], arr["s_requested"][:, t] = o, s, np.where(active, s_req, 0)
+        arr["preempted"][:, t] = np.where(active, preempted, 0)
+        arr["reconfig"][:, t] = reconfig
+        arr["overhead_h"][:, t] = lost
+        arr["billed_h"][:, t] = billed
+        arr["work"][:, t] = work
+        arr["cost"][:, t] = cost
+        arr["remaining"][:, t] = remaining
+
+        active = active & ~finishing
+        prev_o, prev_s = o, s
+        if not active.any():
+            break
+
+    value = job.value_at(completion)
+    return SimulationResult(
+        policy=getattr(policy, "name", type(policy).__name__), job=job, settings=settings, names=ep.names,
+        slot_hours=dt, arrays=arr, completion_h=completion, cost=cost_total, value=value,
+    )
+
+
+def _check_action(policy, o, s, W: int, t: int, job: Job, active: np.ndarray):
+    """A policy bug must surface as a clear error, not as a silently wrong number."""
+    name = getattr(policy, "name", type(policy).__name__)
+    try:
+        o = np.broadcast_to(np.asarray(o), (W,))
+        s = np.broadcast_to(np.asarray(s), (W,))
+    except ValueError:
+        raise PolicyError(f"policy {name!r} returned actions of the wrong shape at slot {t} (need {W} windows)") from None
+    for label, v in (("on-demand", o), ("spot", s)):
+        if not np.issubdtype(v.dtype, np.integer):
+            if np.any(~np.isfinite(v)) or np.any(v != np.round(v)):
+                raise PolicyError(f"policy {name!r} returned a non-integer {label} GPU count at slot {t}")
+    o = o.astype(np.int64)
+    s = s.astype(np.int64)
+    bad = active & ((o < 0) | (s < 0) | (o + s > job.n_max))
+    if bad.any():
+        w = int(np.flatnonzero(bad)[0])
+        raise PolicyError(
+            f"policy {name!r} asked for {o[w]} on-demand + {s[w]} spot GPUs at slot {t} (window {w}); "
+            f"allowed: 0..{job.n_max} in total"
+        )
+    return o, s
