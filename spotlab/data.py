@@ -127,7 +127,9 @@ def dataset_path(
 def _normalise(relpath: str) -> str:
     rel = PurePosixPath(str(relpath).replace("\\", "/"))
     if rel.is_absolute() or ".." in rel.parts or not rel.parts:
-        raise DataNotFoundError(f"{relpath!r} is not a path relative to the data folder (e.g. 'markets/x.csv.gz').")
+        raise DataNotFoundError(
+            f"{relpath!r} is not a path relative to the data folder (e.g. 'markets/gcp_a100_counts.csv.gz')."
+        )
     return rel.as_posix()
 
 
@@ -148,7 +150,7 @@ def _local_candidates(explicit: str | Path | None) -> list[_Candidate]:
     return [
         _Candidate(f"${ENV_DATA}", Path(env).expanduser() if env else None, required=True),
         _Candidate("<repo>/../shared/data", (_REPO_ROOT.parent / "shared" / "data").resolve()),
-        _Candidate("./../shared/data (from the working directory)", (Path.cwd().parent / "shared" / "data").resolve()),
+        _Candidate("./../shared/data (from the working dir)", (Path.cwd().parent / "shared" / "data").resolve()),
     ]
 
 

@@ -1,0 +1,127 @@
+"""The offline optimum (SPEC §4): one function builds the Pyomo model of a job on a known trace.
+
+Variables per slot t: on-demand GPUs `o[t]`, spot GPUs `s[t] <= a_t`, running `y[t]`,
+reconfiguring `r[t]`, work `w[t]`, and done-by-end-of-t `f[t]` (monotone). Constraints:
+
+- `N_min*y <= o + s <= N_max*y`;
+- throughput `H = alpha*n + beta*y` (or, for a profile table, one binary per allowed count);
+- `w[t] <= H*slot`, and for every reconfiguration in the last ceil(delta/slot) slots the work is cut
+  by the overhead still pending (big-M on `r[t-j]`), which is exactly the simulator's carry-over;
+- `r[t]` is forced to 1 by a start or any change of `o` or `s` while running (a preemption forces
+  a change since `s[t] <= a_t`);
+- cumulative work `sum_{tau<=t} w >= L*f[t]`, and `f[last] = 1` if the job must finish.
+
+Objective: value at the end of the finishing slot minus the cost of every slot billed in full.
+The value is taken at the *end* of the finishing slot (a lower bound of V at the exact time) and a
+fractionally billed last slot is refunded only when the schedule is replayed in the simulator: both
+make the model's objective a lower bound of the replayed utility of its own schedule (exact under
+the Can't Be Late settings, where ticks are billed in full and only the deadline matters).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyomo.environ as pe
+
+from ..job import Job
+
+
+def build_model(
+    avail: np.ndarray,
+    spot_price: np.ndarray,
+    od_price: np.ndarray,
+    job: Job,
+    slot_hours: float,
+    must_finish: bool = True,
+) -> pe.ConcreteModel:
+    """Pyomo MILP of `job` over the slots of one window (arrays already cut to the horizon)."""
+    T = int(len(avail))
+    dt = float(slot_hours)
+    a = np.minimum(np.asarray(avail, dtype=int), job.n_max)
+    m = pe.ConcreteModel(name="spotlab_offline_optimum")
+    m.T = pe.RangeSet(0, T - 1)
+    m.o = pe.Var(m.T, domain=pe.NonNegativeIntegers, bounds=(0, job.n_max))
+    m.s = pe.Var(m.T, domain=pe.NonNegativeIntegers, bounds=lambda _, t: (0, int(a[t])))
+    m.y = pe.Var(m.T, domain=pe.Binary)
+    m.r = pe.Var(m.T, domain=pe.Binary)
+    m.f = pe.Var(m.T, domain=pe.Binary)
+    m.w = pe.Var(m.T, domain=pe.NonNegativeReals, bounds=(0, job.work))
+
+    m.n_lo = pe.Constraint(m.T, rule=lambda m, t: m.o[t] + m.s[t] >= job.n_min * m.y[t])
+    m.n_hi = pe.Constraint(m.T, rule=lambda m, t: m.o[t] + m.s[t] <= job.n_max * m.y[t])
+
+    tp = job.throughput
+    if tp.is_linear:
+        def rate(m, t):
+            return tp.alpha * (m.o[t] + m.s[t]) + tp.beta * m.y[t]
+    else:
+        counts = [n for n, _ in tp.table if job.n_min <= n <= job.n_max]
+        h = dict(tp.table)
+        m.K = pe.Set(initialize=counts)
+        m.x = pe.Var(m.T, m.K, domain=pe.Binary)
+        m.pick = pe.Constraint(m.T, rule=lambda m, t: sum(m.x[t, k] for k in m.K) == m.y[t])
+        m.count = pe.Constraint(m.T, rule=lambda m, t: sum(k * m.x[t, k] for k in m.K) == m.o[t] + m.s[t])
+
+        def rate(m, t):
+            return sum(h[k] * m.x[t, k] for k in m.K)
+
+    m.rate = pe.Expression(m.T, rule=rate)
+    big_m = job.max_rate * dt
+    m.w_cap = pe.Constraint(m.T, rule=lambda m, t: m.w[t] <= m.rate[t] * dt)
+    delta = job.overhead_h
+    carry = max(1, math.ceil(delta / dt - 1e-9)) if delta > 0 else 0
+    m.J = pe.RangeSet(0, max(carry - 1, 0))
+
+    def overhead_rule(m, t, j):
+        if delta <= 0 or t - j < 0:
+            return pe.Constraint.Skip
+        left = max(0.0, dt - max(0.0, delta - j * dt))  # productive time in slot t after a reconfig at t-j
+        return m.w[t] <= m.rate[t] * left + big_m * (1 - m.r[t - j])
+
+    m.w_overhead = pe.Constraint(m.T, m.J, rule=overhead_rule)
+
+    def change_rules(var):
+        def up(m, t):
+            prev = var[t - 1] if t > 0 else 0
+            return job.n_max * m.r[t] >= var[t] - prev
+
+        def down(m, t):
+            if t == 0:
+                return pe.Constraint.Skip
+            return job.n_max * m.r[t] >= var[t - 1] - var[t] - job.n_max * (1 - m.y[t])
+
+        return up, down
+
+    for label, var in (("o", m.o), ("s", m.s)):
+        up, down = change_rules(var)
+        setattr(m, f"r_up_{label}", pe.Constraint(m.T, rule=up))
+        setattr(m, f"r_down_{label}", pe.Constraint(m.T, rule=down))
+    m.r_start = pe.Constraint(m.T, rule=lambda m, t: m.r[t] >= m.y[t] - (m.y[t - 1] if t > 0 else 0))
+
+    m.f_mono = pe.Constraint(m.T, rule=lambda m, t: m.f[t] >= m.f[t - 1] if t > 0 else pe.Constraint.Skip)
+    m.cum = pe.Var(m.T, domain=pe.NonNegativeReals)
+    m.cum_def = pe.Constraint(m.T, rule=lambda m, t: m.cum[t] == m.w[t] + (m.cum[t - 1] if t > 0 else 0))
+    m.progress = pe.Constraint(m.T, rule=lambda m, t: m.cum[t] >= job.work * m.f[t])
+    if must_finish:
+        m.finish = pe.Constraint(expr=m.f[T - 1] == 1)
+
+    ends = (np.arange(T) + 1) * dt
+    v_end = job.value_at(ends)  # value if done by the end of slot t (-miss_penalty after gamma*d)
+    sp = np.asarray(spot_price, dtype=float)
+    od = np.asarray(od_price, dtype=float)
+    value = sum(float(v_end[t]) * (m.f[t] - (m.f[t - 1] if t > 0 else 0)) for t in range(T))
+    value = value - job.miss_penalty * (1 - m.f[T - 1])
+    cost = sum((float(od[t]) * m.o[t] + float(sp[t]) * m.s[t]) * dt for t in range(T))
+    m.cost = pe.Expression(expr=cost)
+    m.value = pe.Expression(expr=value)
+    m.utility = pe.Objective(expr=value - cost, sense=pe.maximize)
+    return m
+
+
+def schedule_of(m: pe.ConcreteModel) -> tuple[np.ndarray, np.ndarray]:
+    """The solved allocation `(o, s)` as integer arrays."""
+    o = np.array([round(pe.value(m.o[t])) for t in m.T], dtype=np.int64)
+    s = np.array([round(pe.value(m.s[t])) for t in m.T], dtype=np.int64)
+    return o, s
