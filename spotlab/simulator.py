@@ -77,11 +77,7 @@ class Episodes:
         if any(abs(m.slot_hours - dt) > 1e-12 for m in markets):
             raise TraceError("all windows simulated together must have the same slot length")
         for m in markets:
-            if not m.has_spot_price or not m.has_od_price:
-                which = "spot" if not m.has_spot_price else "on-demand"
-                raise TraceError(
-                    f"{m.name}: the trace has no {which} price; give one (CLI: --{which.replace('on-demand', 'on-demand')}-price P)"
-                )
+            _require_prices(m)
         T = max(len(m) for m in markets)
         W = len(markets)
         avail = np.zeros((W, T), dtype=np.int64)
@@ -103,9 +99,7 @@ class Episodes:
         if np.any(starts < 0) or np.any(stops > len(market)) or np.any(stops <= starts):
             i = int(np.flatnonzero((starts < 0) | (stops > len(market)) | (stops <= starts))[0])
             raise TraceError(f"window {i} [{starts[i]}, {stops[i]}) is outside the trace's {len(market)} slots")
-        if not market.has_spot_price or not market.has_od_price:
-            which = "spot" if not market.has_spot_price else "on-demand"
-            raise TraceError(f"{market.name}: the trace has no {which} price; give one (CLI: --{which}-price P)")
+        _require_prices(market)
         length = stops - starts
         T = int(length.max())
         idx = starts[:, None] + np.arange(T)[None, :]
@@ -116,6 +110,13 @@ class Episodes:
         od = np.where(valid, market.od_price[idx], np.nan)
         names = tuple(f"{market.name}[{a}:{b}]" for a, b in zip(starts, stops))
         return cls(avail, sp, od, length, market.slot_hours, names)
+
+
+def _require_prices(m: Market) -> None:
+    for ok, which in ((m.has_spot_price, "spot"), (m.has_od_price, "on-demand")):
+        if not ok:
+            raise TraceError(f"{m.name}: the trace has no {which} price for some slots; give one "
+                             f"(CLI: --{which}-price P, Python: market.with_prices(...))")
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ def build_model(
     job: Job,
     slot_hours: float,
     must_finish: bool = True,
+    od_shift_cut: bool | None = None,
 ) -> pe.ConcreteModel:
     """Pyomo MILP of `job` over the slots of one window (arrays already cut to the horizon)."""
     T = int(len(avail))
@@ -46,7 +47,6 @@ def build_model(
     m.s = pe.Var(m.T, domain=pe.NonNegativeIntegers, bounds=lambda _, t: (0, int(a[t])))
     m.y = pe.Var(m.T, domain=pe.Binary)
     m.r = pe.Var(m.T, domain=pe.Binary)
-    m.f = pe.Var(m.T, domain=pe.Binary)
     m.w = pe.Var(m.T, domain=pe.NonNegativeReals, bounds=(0, job.work))
 
     m.n_lo = pe.Constraint(m.T, rule=lambda m, t: m.o[t] + m.s[t] >= job.n_min * m.y[t])
@@ -68,7 +68,6 @@ def build_model(
             return sum(h[k] * m.x[t, k] for k in m.K)
 
     m.rate = pe.Expression(m.T, rule=rate)
-    big_m = job.max_rate * dt
     m.w_cap = pe.Constraint(m.T, rule=lambda m, t: m.w[t] <= m.rate[t] * dt)
     delta = job.overhead_h
     carry = max(1, math.ceil(delta / dt - 1e-9)) if delta > 0 else 0
@@ -77,8 +76,9 @@ def build_model(
     def overhead_rule(m, t, j):
         if delta <= 0 or t - j < 0:
             return pe.Constraint.Skip
-        left = max(0.0, dt - max(0.0, delta - j * dt))  # productive time in slot t after a reconfig at t-j
-        return m.w[t] <= m.rate[t] * left + big_m * (1 - m.r[t - j])
+        lost = min(dt, max(0.0, delta - j * dt))  # overhead paid in slot t after a reconfig at t-j
+        # w <= H*(dt - lost) when r[t-j] = 1; the big-M is the least that frees the row when r = 0
+        return m.w[t] <= m.rate[t] * (dt - lost) + job.max_rate * lost * (1 - m.r[t - j])
 
     m.w_overhead = pe.Constraint(m.T, m.J, rule=overhead_rule)
 
@@ -94,24 +94,57 @@ def build_model(
 
         return up, down
 
+    # Valid inequality that keeps the LP relaxation honest: GPUs added in slot t all pay the overhead,
+    # so the work lost is at least delta * (per-GPU rate) * (GPUs added). Without it the relaxation
+    # can half-start an allocation and lose no work at all (the big-M row above is slack there).
+    # It is exact for a single instance, where it is what makes the model solve quickly.
+    if delta > 0:
+        per_gpu = tp.alpha if tp.is_linear else min(hk / k for k, hk in tp.table)
+        lost0 = min(dt, delta)
+        m.u_o = pe.Var(m.T, domain=pe.NonNegativeReals)
+        m.u_s = pe.Var(m.T, domain=pe.NonNegativeReals)
+        m.u_y = pe.Var(m.T, domain=pe.NonNegativeReals)
+        m.u_o_def = pe.Constraint(m.T, rule=lambda m, t: m.u_o[t] >= m.o[t] - (m.o[t - 1] if t > 0 else 0))
+        m.u_s_def = pe.Constraint(m.T, rule=lambda m, t: m.u_s[t] >= m.s[t] - (m.s[t - 1] if t > 0 else 0))
+        m.u_y_def = pe.Constraint(m.T, rule=lambda m, t: m.u_y[t] >= m.y[t] - (m.y[t - 1] if t > 0 else 0))
+        beta = tp.beta if tp.is_linear else 0.0
+        m.w_added = pe.Constraint(m.T, rule=lambda m, t: m.w[t] <= m.rate[t] * dt - lost0 * (
+            per_gpu * (m.u_o[t] + m.u_s[t]) + max(beta, 0.0) * m.u_y[t]))
+
     for label, var in (("o", m.o), ("s", m.s)):
         up, down = change_rules(var)
         setattr(m, f"r_up_{label}", pe.Constraint(m.T, rule=up))
         setattr(m, f"r_down_{label}", pe.Constraint(m.T, rule=down))
     m.r_start = pe.Constraint(m.T, rule=lambda m, t: m.r[t] >= m.y[t] - (m.y[t - 1] if t > 0 else 0))
 
-    m.f_mono = pe.Constraint(m.T, rule=lambda m, t: m.f[t] >= m.f[t - 1] if t > 0 else pe.Constraint.Skip)
-    m.cum = pe.Var(m.T, domain=pe.NonNegativeReals)
-    m.cum_def = pe.Constraint(m.T, rule=lambda m, t: m.cum[t] == m.w[t] + (m.cum[t - 1] if t > 0 else 0))
-    m.progress = pe.Constraint(m.T, rule=lambda m, t: m.cum[t] >= job.work * m.f[t])
-    if must_finish:
-        m.finish = pe.Constraint(expr=m.f[T - 1] == 1)
+    # Symmetry cut, valid when the on-demand price is the same in every slot: a run that starts
+    # after an idle slot must hold spot GPUs, since a pure on-demand run there could start one slot
+    # earlier at the same cost, the same number of reconfigurations and an earlier completion.
+    # Without it the solver explores every placement of on-demand slots in a gap.
+    od_arr = np.asarray(od_price, dtype=float)
+    if od_shift_cut is None:
+        od_shift_cut = bool(np.all(od_arr == od_arr[0]))
+    if od_shift_cut:
+        m.od_shift = pe.Constraint(m.T, rule=lambda m, t: m.y[t] - m.y[t - 1] <= m.s[t] if t > 0 else pe.Constraint.Skip)
 
     ends = (np.arange(T) + 1) * dt
     v_end = job.value_at(ends)  # value if done by the end of slot t (-miss_penalty after gamma*d)
+    earliest = int(np.searchsorted(ends, job.work / job.max_rate + delta - 1e-9))  # no finish before
+    first_change = int(np.flatnonzero(np.diff(np.concatenate([[v_end[0]], v_end])) != 0)[0]) if np.any(v_end != v_end[0]) else T
+    tail = list(range(min(max(first_change - 1, earliest, 0), T - 1), T))
+    m.F = pe.Set(initialize=tail)
+    m.f = pe.Var(m.F, domain=pe.Binary)
+    m.f_mono = pe.Constraint(m.F, rule=lambda m, t: m.f[t] >= m.f[t - 1] if t - 1 in m.F else pe.Constraint.Skip)
+    m.cum = pe.Var(m.T, domain=pe.NonNegativeReals)
+    m.cum_def = pe.Constraint(m.T, rule=lambda m, t: m.cum[t] == m.w[t] + (m.cum[t - 1] if t > 0 else 0))
+    m.progress = pe.Constraint(m.F, rule=lambda m, t: m.cum[t] >= job.work * m.f[t])
+    if must_finish:
+        m.finish = pe.Constraint(expr=m.f[T - 1] == 1)
+
     sp = np.asarray(spot_price, dtype=float)
     od = np.asarray(od_price, dtype=float)
-    value = sum(float(v_end[t]) * (m.f[t] - (m.f[t - 1] if t > 0 else 0)) for t in range(T))
+    # value = sum_t (f[t] - f[t-1]) * V(end of t); before the tail the value is constant V(end of tail[0])
+    value = sum(float(v_end[t]) * (m.f[t] - (m.f[t - 1] if t - 1 in m.F else 0)) for t in tail)
     value = value - job.miss_penalty * (1 - m.f[T - 1])
     cost = sum((float(od[t]) * m.o[t] + float(sp[t]) * m.s[t]) * dt for t in range(T))
     m.cost = pe.Expression(expr=cost)

@@ -1,5 +1,9 @@
 """Solve the offline optimum with GLPK (in-process, swiglpk) or HiGHS (highspy), always with a
-time limit and a MIP gap, and turn every solver outcome into a result or a clear `SolverError`."""
+time limit and a MIP gap, and turn every solver outcome into a result or a clear `SolverError`.
+
+`OptimumProblem` builds and compiles the Pyomo model once for a job and horizon; each window is
+then only new bounds and costs (`solve_window`), which is what makes hundreds of windows cheap.
+"""
 
 from __future__ import annotations
 
@@ -8,14 +12,15 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyomo.environ as pe
-from pyomo.opt import TerminationCondition
 
 from ..errors import SolverError
 from ..job import Job
 from . import glpk as _glpk  # noqa: F401  (registers "swiglpk" with Pyomo's SolverFactory)
-from .model import build_model, schedule_of
+from .matrix import compile_model, solve_form, with_updates
+from .model import build_model
 
 SOLVERS = ("glpk", "highs")
+DEFAULT_GAP = 1e-4
 
 
 @dataclass(frozen=True)
@@ -23,68 +28,99 @@ class OptimumResult:
     o: np.ndarray
     s: np.ndarray
     objective: float  # the model's utility (value at slot ends, slots billed in full)
-    status: str  # "optimal" or "time_limit" (feasible, not proven optimal)
+    status: str  # "optimal" (within the gap) or "time_limit" (feasible, not proven)
     solver: str
     seconds: float
 
 
-def solve_model(m: pe.ConcreteModel, solver: str = "glpk", time_limit: float = 60.0, mip_gap: float = 1e-6,
+def solve_model(m: pe.ConcreteModel, solver: str = "glpk", time_limit: float = 60.0, mip_gap: float = DEFAULT_GAP,
                 tee: bool = False) -> tuple[str, float]:
-    """Solve a built model in place; returns (status, objective)."""
+    """Solve a Pyomo model in place through Pyomo's solver interfaces; returns (status, objective).
+
+    GLPK goes through the "swiglpk" plugin, HiGHS through Pyomo's APPSI interface to highspy: two
+    independent paths from the same model, which the agreement tests compare.
+    """
     if solver not in SOLVERS:
         raise SolverError(f"unknown solver {solver!r}; use one of {', '.join(SOLVERS)}")
-    if not (time_limit and time_limit > 0) or mip_gap is None or mip_gap < 0:
+    if not (time_limit and time_limit > 0) or mip_gap is None or not (mip_gap >= 0):
         raise SolverError(f"need a positive time limit and a non-negative gap (got {time_limit}, {mip_gap})")
     if solver == "glpk":
         res = pe.SolverFactory("swiglpk").solve(m, timelimit=time_limit, mip_gap=mip_gap, tee=tee)
-        tc = res.solver.termination_condition
-        has_sol = bool(res.solver.has_solution)
+        status = str(res.solver.termination_condition)
+        has = bool(res.solver.has_solution)
     else:
         from pyomo.contrib.appsi.solvers.highs import Highs
 
         opt = Highs()
         if not opt.available():
-            raise SolverError("HiGHS is not available: install highspy (pip install highspy)")
-        opt.config.time_limit = float(time_limit)
-        opt.config.mip_gap = float(mip_gap)
-        opt.config.load_solution = False
-        opt.config.stream_solver = tee
+            raise SolverError("HiGHS is not available: pip install highspy")
+        opt.config.time_limit, opt.config.mip_gap = float(time_limit), float(mip_gap)
+        opt.config.load_solution, opt.config.stream_solver = False, tee
         try:
             res = opt.solve(m)
-        except Exception as exc:  # appsi raises on malformed models
+        except Exception as exc:  # APPSI raises on malformed models
             raise SolverError(f"HiGHS could not solve the model: {exc}") from None
-        tc = res.termination_condition
-        has_sol = res.best_feasible_objective is not None
-        if has_sol:
+        status = res.termination_condition.name
+        has = res.best_feasible_objective is not None
+        if has:
             res.solution_loader.load_vars()
-        tc = {"optimal": TerminationCondition.optimal, "maxTimeLimit": TerminationCondition.maxTimeLimit,
-              "infeasible": TerminationCondition.infeasible, "unbounded": TerminationCondition.unbounded,
-              "infeasibleOrUnbounded": TerminationCondition.infeasibleOrUnbounded}.get(tc.name, TerminationCondition.error)
-    if tc == TerminationCondition.optimal and has_sol:
-        status = "optimal"
-    elif tc == TerminationCondition.maxTimeLimit:
-        if not has_sol:
-            raise SolverError(f"{solver}: no feasible schedule found within the time limit of {time_limit:g} s; "
-                              "raise the limit (--param time_limit=...) or shorten the horizon")
-        status = "time_limit"
-    elif tc in (TerminationCondition.infeasible, TerminationCondition.infeasibleOrUnbounded):
-        raise SolverError(f"{solver}: the offline problem is infeasible: the job cannot be finished by its hard "
-                          "deadline on this trace (check the deadline, N_min/N_max and availability)")
-    else:
-        raise SolverError(f"{solver}: solver stopped with status {tc}")
-    return status, float(pe.value(m.utility))
+    if not has:
+        if "nfeasible" in status:
+            raise SolverError(f"{solver}: the model is infeasible")
+        raise SolverError(f"{solver}: no solution (status {status}) within {time_limit:g} s")
+    ok = status in ("optimal",)
+    return ("optimal" if ok else "time_limit"), float(pe.value(m.utility))
+
+
+class OptimumProblem:
+    """The optimum of one job over `horizon` slots, compiled once and solved per window."""
+
+    def __init__(self, job: Job, horizon: int, slot_hours: float, must_finish: bool = True):
+        self.job, self.horizon, self.slot_hours = job, int(horizon), float(slot_hours)
+        self.must_finish = must_finish
+        self.forms_: dict = {}
+
+    def _form(self, constant_od: bool):
+        """The compiled model; the variant with the on-demand symmetry cut needs a constant price."""
+        if constant_od not in self.forms_:
+            ones = np.ones(self.horizon)
+            model = build_model(np.full(self.horizon, self.job.n_max), ones, ones, self.job, self.slot_hours,
+                                self.must_finish, od_shift_cut=constant_od)
+            form = compile_model(model)
+            if np.any(form.index["o"] < 0) or np.any(form.index["s"] < 0):
+                raise SolverError("internal: the compiled optimum lost allocation columns")
+            self.forms_[constant_od] = form
+        return self.forms_[constant_od]
+
+    def solve_window(self, avail, spot_price, od_price, solver: str = "glpk", time_limit: float = 60.0,
+                     mip_gap: float = DEFAULT_GAP) -> OptimumResult:
+        started = time.perf_counter()
+        T = self.horizon
+        avail = np.asarray(avail)[:T]
+        sp = np.asarray(spot_price, dtype=float)[:T]
+        od = np.asarray(od_price, dtype=float)[:T]
+        if avail.shape != (T,):
+            raise SolverError(f"the window has {avail.size} slots, the problem was built for {T}")
+        for label, arr in (("spot price", sp), ("on-demand price", od)):
+            if arr.shape != (T,) or not np.all(np.isfinite(arr)) or np.any(arr < 0):
+                raise SolverError(f"the {label} must be a finite non-negative value for each of the {T} slots")
+        dt = self.slot_hours
+        base = self._form(bool(np.all(od == od[0])))
+        o_cols, s_cols = base.index["o"], base.index["s"]
+        form = with_updates(
+            base,
+            col_hi={tuple(s_cols): np.minimum(avail, self.job.n_max).astype(float)},
+            cost={tuple(o_cols): -od * dt, tuple(s_cols): -sp * dt},
+        )
+        sol = solve_form(form, solver, time_limit, mip_gap)
+        o = np.round(sol.x[o_cols]).astype(np.int64)
+        s = np.round(sol.x[s_cols]).astype(np.int64)
+        return OptimumResult(o=o, s=s, objective=float(sol.objective), status=sol.status, solver=solver,
+                             seconds=time.perf_counter() - started)
 
 
 def solve_optimum(avail, spot_price, od_price, job: Job, slot_hours: float, solver: str = "glpk",
-                  time_limit: float = 60.0, mip_gap: float = 1e-6, must_finish: bool = True) -> OptimumResult:
+                  time_limit: float = 60.0, mip_gap: float = DEFAULT_GAP, must_finish: bool = True) -> OptimumResult:
     """Build and solve the optimum of one window; the schedule is what the simulator replays."""
-    avail = np.asarray(avail)
-    for label, arr in (("spot price", spot_price), ("on-demand price", od_price)):
-        arr = np.asarray(arr, dtype=float)
-        if arr.shape != avail.shape or not np.all(np.isfinite(arr)) or np.any(arr < 0):
-            raise SolverError(f"the {label} must be a finite non-negative value for each of the {avail.size} slots")
-    started = time.perf_counter()
-    m = build_model(avail, spot_price, od_price, job, slot_hours, must_finish=must_finish)
-    status, obj = solve_model(m, solver, time_limit, mip_gap)
-    o, s = schedule_of(m)
-    return OptimumResult(o=o, s=s, objective=obj, status=status, solver=solver, seconds=time.perf_counter() - started)
+    problem = OptimumProblem(job, len(np.asarray(avail)), slot_hours, must_finish)
+    return problem.solve_window(avail, spot_price, od_price, solver, time_limit, mip_gap)

@@ -1,0 +1,204 @@
+"""The `spotlab` command line. Every user error ends in one line on stderr and exit code 2."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+from . import __version__
+from .errors import SpotlabError
+
+EXIT_USAGE = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # argparse's own errors, same shape as ours
+        self.print_usage(sys.stderr)
+        print(f"spotlab: error: {message}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+
+
+def _key_value(text: str) -> tuple[str, str]:
+    if "=" not in text or text.startswith("="):
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    k, v = text.split("=", 1)
+    return k.strip(), v.strip()
+
+
+def _finite(kind: str, positive: bool = False, nonneg: bool = False):
+    def parse(text: str) -> float:
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not math.isfinite(v):
+            raise argparse.ArgumentTypeError(f"{kind} must be finite, got {text!r}")
+        if positive and v <= 0:
+            raise argparse.ArgumentTypeError(f"{kind} must be > 0, got {text!r}")
+        if nonneg and v < 0:
+            raise argparse.ArgumentTypeError(f"{kind} must be >= 0, got {text!r}")
+        return v
+
+    return parse
+
+
+def _positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {v}")
+    return v
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="spotlab", description="Deadline-aware scheduling of LLM fine-tuning on spot and on-demand GPUs.")
+    p.add_argument("--version", action="version", version=f"spotlab {__version__}")
+    p.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    s = sub.add_parser("simulate", help="replay a policy on a trace (or each window of it) and report the means",
+                       description="Replay a scheduling policy on a market trace with the spotlab simulator.")
+    s.add_argument("--trace", required=True, help="tidy market CSV (.csv/.csv.gz) or sky_spot JSON trace")
+    s.add_argument("--windows", help="CSV of windows (window,start_tick,end_tick): one run per row")
+    s.add_argument("--zone", help="zone to use from a tidy CSV holding several")
+    s.add_argument("--policy", required=True, help="policy name (see `spotlab policies`)")
+    s.add_argument("--param", action="append", default=[], type=_key_value, metavar="KEY=VALUE",
+                   help="policy parameter, repeatable")
+    s.add_argument("--work-hours", required=True, type=_finite("work", positive=True),
+                   help="work, in hours of one GPU")
+    s.add_argument("--deadline-hours", required=True, type=_finite("deadline", positive=True),
+                   help="soft deadline d (hours from the start of each run)")
+    s.add_argument("--hard-deadline-hours", type=_finite("hard deadline", positive=True),
+                   help="hard deadline gamma*d (default: the soft deadline)")
+    s.add_argument("--restart-overhead-hours", required=True, type=_finite("overhead", nonneg=True),
+                   help="reconfiguration overhead delta (hours of zero progress, billed)")
+    s.add_argument("--on-demand-price", type=_finite("on-demand price", nonneg=True), help="USD per GPU-hour, overrides the trace")
+    s.add_argument("--spot-price", type=_finite("spot price", nonneg=True), help="USD per GPU-hour, overrides the trace")
+    s.add_argument("--gpus", type=_positive_int, help="GPUs the job runs on (N_min = N_max = N)")
+    s.add_argument("--gpus-min", type=_positive_int, help="N_min")
+    s.add_argument("--gpus-max", type=_positive_int, help="N_max")
+    s.add_argument("--throughput-alpha", type=_finite("alpha"), default=1.0, help="H(n) = alpha*n + beta")
+    s.add_argument("--throughput-beta", type=_finite("beta"), default=0.0)
+    s.add_argument("--value", type=_finite("value"), default=0.0, help="value V0 of finishing by the soft deadline")
+    s.add_argument("--miss-penalty", type=_finite("miss penalty", nonneg=True), default=0.0)
+    s.add_argument("--slot-hours", type=_finite("slot length", positive=True), help="resample to this slot length")
+    s.add_argument("--solver", choices=["glpk", "highs"], help="solver for optimisation-based policies")
+    s.add_argument("--seed", type=int, default=0, help="seed of every random element (recorded in the output)")
+    s.add_argument("--json-convention", choices=["preempted", "available"], default="preempted",
+                   help="sky_spot JSON values: 1 = preempted (Can't Be Late) or counts of available instances")
+    s.add_argument("--semantics", choices=["auto", "cant-be-late", "spotlab"], default="auto",
+                   help="auto: Can't Be Late rules for sky_spot JSON traces, spotlab's for tidy CSVs")
+    s.add_argument("--billing", choices=["fractional", "full"], help="override: bill the last slot in full or by use")
+    s.add_argument("--safety-net", choices=["strict", "cbl", "off"], help="override the deadline safety net")
+    s.add_argument("--per-run", help="write the per-run summary to this CSV")
+    s.add_argument("--records", help="write the per-slot record to this CSV")
+    s.add_argument("--json", action="store_true", help="print one JSON object (otherwise a short text summary)")
+
+    sub.add_parser("policies", help="list the registered policies")
+    d = sub.add_parser("data", help="show where spotlab finds its datasets")
+    d.add_argument("--json", action="store_true")
+    return p
+
+
+def cmd_simulate(args) -> int:
+    from .runs import load_episodes, make_job, run_policy, settings_for
+
+    from .policies import policy_class
+
+    started = time.perf_counter()
+    policy_class(args.policy)  # an unknown name fails before any data is read
+    loaded = load_episodes(args.trace, args.windows, args.zone, args.slot_hours, args.json_convention,
+                           args.spot_price, args.on_demand_price)
+    job = make_job(args.work_hours, args.deadline_hours, args.hard_deadline_hours, args.restart_overhead_hours,
+                   args.gpus, args.gpus_min, args.gpus_max, args.throughput_alpha, args.throughput_beta,
+                   args.value, args.miss_penalty)
+    settings = settings_for(args.semantics, loaded.kind, args.billing, args.safety_net)
+    params = dict(args.param)
+    if args.solver:
+        import inspect
+
+        if "solver" in inspect.signature(policy_class(args.policy).__init__).parameters:
+            params.setdefault("solver", args.solver)
+    result = run_policy(args.policy, params, loaded.episodes, job, settings, seed=args.seed)
+    out = result.metrics()
+    out.update({
+        "params": params,
+        "seed": args.seed,
+        "trace": str(args.trace),
+        "windows": str(args.windows) if args.windows else None,
+        "slot_hours": loaded.market.slot_hours,
+        "semantics": {"billing": settings.billing, "safety_net": settings.safety_net},
+        "job": {"work": job.work, "deadline_h": job.deadline_h, "hard_deadline_h": job.hard_deadline_h,
+                "n_min": job.n_min, "n_max": job.n_max, "overhead_h": job.overhead_h, "value": job.value,
+                "miss_penalty": job.miss_penalty},
+        "elapsed_s": round(time.perf_counter() - started, 3),
+    })
+    if args.per_run:
+        result.summary().to_csv(args.per_run, index=False)
+    if args.records:
+        result.records().to_csv(args.records, index=False)
+    if args.json:
+        print(json.dumps(out, allow_nan=False, default=_jsonable))
+    else:
+        print(f"{out['policy']}: {out['runs']} run(s), mean cost {out['mean_cost']:.2f}, mean utility "
+              f"{out['mean_utility']:.2f}, deadline met {100 * out['deadline_met_fraction']:.1f}%")
+    return 0
+
+
+def _jsonable(v):
+    try:
+        return v.item()
+    except AttributeError:
+        return str(v)
+
+
+def cmd_policies(args) -> int:
+    from .policies import REGISTRY
+
+    for name, target in REGISTRY.items():
+        print(f"{name:20s} {target}")
+    return 0
+
+
+def cmd_data(args) -> int:
+    from . import data
+
+    root = data.data_root()
+    info = {"data_root": str(root) if root else None, "cache": str(data.cache_dir()), "datasets": data.list_datasets()}
+    if args.json:
+        print(json.dumps(info))
+    else:
+        print(f"data root: {info['data_root'] or '(none found: set SPOTLAB_DATA)'}\ncache:     {info['cache']}")
+        for name in info["datasets"]:
+            print(f"  {name}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler = {"simulate": cmd_simulate, "policies": cmd_policies, "data": cmd_data}[args.command]
+    try:
+        return handler(args)
+    except SpotlabError as exc:
+        print(f"spotlab: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("spotlab: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # an internal bug: still one clear line unless --debug
+        if args.debug:
+            raise
+        print(f"spotlab: internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)",
+              file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,125 @@
+"""From files to a simulation: load a trace (and its windows), build the job, run a policy.
+
+This is the layer the CLI and the notebooks share, so a number printed by `spotlab simulate` is
+the number a notebook computes with the same arguments.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .errors import TraceError
+from .job import Job, Throughput
+from .market import Market
+from .policies import make_policy
+from .simulator import Episodes, SimSettings, SimulationResult, simulate
+from .traces import load_sky_spot_observations, load_tidy_observations, load_windows_csv
+
+SEMANTICS = ("auto", "cant-be-late", "spotlab")
+
+
+def is_json_trace(path: str | Path) -> bool:
+    """sky_spot JSON traces start with '{'; tidy traces are CSV (possibly gzip'd)."""
+    import gzip
+
+    path = Path(path)
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(2)
+        opener = gzip.open if head == b"\x1f\x8b" else open
+        with opener(path, "rb") as fh:
+            return fh.read(256).lstrip()[:1] == b"{"
+    except FileNotFoundError:
+        raise TraceError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise TraceError(f"{path}: is a directory, expected a trace file") from None
+    except OSError as exc:
+        raise TraceError(f"{path}: cannot be read ({exc})") from None
+
+
+@dataclass(frozen=True)
+class LoadedTrace:
+    market: Market  # the whole trace on the simulation grid
+    episodes: Episodes  # the windows to simulate (one = the whole trace)
+    kind: str  # "sky_spot" or "tidy"
+
+
+def load_episodes(
+    trace: str | Path,
+    windows: str | Path | None = None,
+    zone: str | None = None,
+    slot_hours: float | None = None,
+    convention: str = "preempted",
+    spot_price: float | None = None,
+    od_price: float | None = None,
+) -> LoadedTrace:
+    """Load a trace of either format, apply price overrides and cut the windows.
+
+    Windows are `[start_tick, end_tick)` in the trace's native ticks; with another slot length they
+    are mapped to the new grid, which must align with them.
+    """
+    json_trace = is_json_trace(trace)
+    if json_trace:
+        obs = load_sky_spot_observations(trace, convention)
+    else:
+        obs = load_tidy_observations(trace, zone)
+    market = obs.to_market(slot_hours)
+    if spot_price is not None or od_price is not None:
+        market = market.with_prices(spot_price, od_price)
+    if windows is None:
+        return LoadedTrace(market, Episodes.from_markets([market]), "sky_spot" if json_trace else "tidy")
+    native_s = obs.native_step()
+    n_native = int(round(len(obs.seconds)))
+    w = load_windows_csv(windows, n_native)
+    ratio = market.slot_hours * 3600.0 / native_s
+    starts = w["start_tick"].to_numpy() / ratio
+    stops = w["end_tick"].to_numpy() / ratio
+    if not (np.allclose(starts, np.round(starts)) and np.allclose(stops, np.round(stops))):
+        raise TraceError(
+            f"{windows}: window boundaries do not fall on slots of {market.slot_hours:g} h "
+            f"(the trace's native tick is {native_s:g} s); use a slot length that divides them"
+        )
+    starts = np.round(starts).astype(np.int64)
+    stops = np.minimum(np.round(stops).astype(np.int64), len(market))
+    return LoadedTrace(market, Episodes.from_windows(market, starts, stops), "sky_spot" if json_trace else "tidy")
+
+
+def settings_for(semantics: str, kind: str, billing: str | None = None, safety_net: str | None = None) -> SimSettings:
+    """`auto`: a sky_spot trace is simulated with the Can't Be Late simulator's rules (SPEC §3.2),
+    a tidy trace with spotlab's; explicit `billing` / `safety_net` override either."""
+    if semantics not in SEMANTICS:
+        raise TraceError(f"unknown semantics {semantics!r}; use one of {', '.join(SEMANTICS)}")
+    cbl = semantics == "cant-be-late" or (semantics == "auto" and kind == "sky_spot")
+    base = SimSettings.cant_be_late() if cbl else SimSettings()
+    return SimSettings(billing=billing or base.billing, safety_net=safety_net or base.safety_net)
+
+
+def make_job(
+    work_hours: float,
+    deadline_hours: float,
+    hard_deadline_hours: float | None = None,
+    overhead_hours: float = 0.0,
+    gpus: int | None = None,
+    gpus_min: int | None = None,
+    gpus_max: int | None = None,
+    alpha: float = 1.0,
+    beta: float = 0.0,
+    value: float = 0.0,
+    miss_penalty: float = 0.0,
+) -> Job:
+    """A job from user units: work in hours of one GPU, times in hours."""
+    n_max = gpus_max if gpus_max is not None else (gpus if gpus is not None else 1)
+    n_min = gpus_min if gpus_min is not None else (gpus if gpus is not None else 1)
+    return Job.from_gpu_hours(
+        work_hours, deadline_hours, hard_deadline_h=hard_deadline_hours, overhead_h=overhead_hours,
+        n_min=n_min, n_max=n_max, throughput=Throughput(alpha=alpha, beta=beta), value=value,
+        miss_penalty=miss_penalty,
+    )
+
+
+def run_policy(policy: str, params: dict, episodes: Episodes, job: Job, settings: SimSettings,
+               seed: int = 0) -> SimulationResult:
+    return simulate(make_policy(policy, params), episodes, job, settings, seed=seed)
