@@ -1,0 +1,7 @@
+"""`python -m spotlab` is the `spotlab` command."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

@@ -1,0 +1,88 @@
+"""Execute every notebook with papermill: `python -m spotlab.reproduce` (what `make reproduce` runs).
+
+Notebooks live in `notebooks/` as jupytext percent files (diff-friendly, no outputs). Each is
+converted to an .ipynb in `build/notebooks/`, executed by papermill into `build/executed/` with the
+parameters `out_dir` (figures + data) and `quick`, and never executed in place. A notebook that
+already ran with the same source and parameters is skipped unless `--force`, so an interrupted
+reproduction resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def notebook_sources(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.glob("[0-9]*.py") if p.is_file())
+
+
+def run_notebook(src: Path, build: Path, out_dir: Path, quick: bool, extra: dict | None = None,
+                 force: bool = False) -> dict:
+    """Convert and execute one notebook; returns a record with its status and wall time."""
+    import jupytext
+    import papermill as pm
+
+    params = {"out_dir": str(out_dir.resolve()), "quick": bool(quick), **(extra or {})}
+    key = hashlib.sha256(src.read_bytes() + json.dumps(params, sort_keys=True).encode()).hexdigest()[:16]
+    nb_dir, ex_dir = build / "notebooks", build / "executed"
+    nb_dir.mkdir(parents=True, exist_ok=True)
+    ex_dir.mkdir(parents=True, exist_ok=True)
+    done_marker = ex_dir / f"{src.stem}.{key}.done"
+    if done_marker.exists() and not force:
+        return {"notebook": src.stem, "status": "cached", "seconds": 0.0}
+    ipynb = nb_dir / f"{src.stem}.ipynb"
+    jupytext.write(jupytext.read(src), ipynb)
+    started = time.perf_counter()
+    pm.execute_notebook(str(ipynb), str(ex_dir / f"{src.stem}.ipynb"), parameters=params, cwd=str(ROOT),
+                        kernel_name="python3", progress_bar=False)
+    seconds = time.perf_counter() - started
+    done_marker.write_text(json.dumps({"params": params, "seconds": seconds}))
+    return {"notebook": src.stem, "status": "ran", "seconds": round(seconds, 1)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--notebooks", default=str(ROOT / "notebooks"))
+    ap.add_argument("--out", default=str(ROOT / "paper_figures"))
+    ap.add_argument("--build", default=str(ROOT / "build"))
+    ap.add_argument("--quick", action="store_true", help="quick parameters: a first look in a few minutes")
+    ap.add_argument("--only", nargs="*", help="notebook name prefixes to run (default: all)")
+    ap.add_argument("--force", action="store_true", help="re-run notebooks that already ran")
+    args = ap.parse_args(argv)
+    from tqdm import tqdm
+
+    sources = notebook_sources(Path(args.notebooks))
+    if args.only:
+        sources = [s for s in sources if any(s.stem.startswith(p) for p in args.only)]
+    if not sources:
+        print("spotlab: error: no notebooks to run", file=sys.stderr)
+        return 2
+    out_dir, build = Path(args.out), Path(args.build)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    log = []
+    started = time.perf_counter()
+    for src in tqdm(sources, desc="notebooks", unit="nb"):
+        try:
+            log.append(run_notebook(src, build, out_dir, args.quick, force=args.force))
+        except Exception as exc:  # report which notebook failed and where its output is
+            print(f"spotlab: error: notebook {src.name} failed: {type(exc).__name__}: {str(exc)[:2000]}\n"
+                  f"  the partially executed copy is in {build / 'executed' / (src.stem + '.ipynb')}", file=sys.stderr)
+            return 1
+    total = time.perf_counter() - started
+    (out_dir / "reproduce_log.json").write_text(json.dumps({"quick": args.quick, "seconds": round(total, 1),
+                                                            "notebooks": log}, indent=2))
+    for rec in log:
+        print(f"{rec['notebook']:40s} {rec['status']:7s} {rec['seconds']:8.1f} s")
+    print(f"done in {total:.0f} s; figures and data in {out_dir}/")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
