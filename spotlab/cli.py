@@ -128,6 +128,7 @@ def cmd_simulate(args) -> int:
     result = run_policy(args.policy, params, loaded.episodes, job, settings, seed=args.seed)
     out = result.metrics()
     out.update({
+        "policy_report": result.policy_report,
         "params": params,
         "seed": args.seed,
         "trace": str(args.trace),

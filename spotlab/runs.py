@@ -16,28 +16,9 @@ from .job import Job, Throughput
 from .market import Market
 from .policies import make_policy
 from .simulator import Episodes, SimSettings, SimulationResult, simulate
-from .traces import load_sky_spot_observations, load_tidy_observations, load_windows_csv
+from .traces import is_json_trace, load_sky_spot_observations, load_tidy_observations, load_windows_csv
 
 SEMANTICS = ("auto", "cant-be-late", "spotlab")
-
-
-def is_json_trace(path: str | Path) -> bool:
-    """sky_spot JSON traces start with '{'; tidy traces are CSV (possibly gzip'd)."""
-    import gzip
-
-    path = Path(path)
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(2)
-        opener = gzip.open if head == b"\x1f\x8b" else open
-        with opener(path, "rb") as fh:
-            return fh.read(256).lstrip()[:1] == b"{"
-    except FileNotFoundError:
-        raise TraceError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise TraceError(f"{path}: is a directory, expected a trace file") from None
-    except OSError as exc:
-        raise TraceError(f"{path}: cannot be read ({exc})") from None
 
 
 @dataclass(frozen=True)

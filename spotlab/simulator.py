@@ -211,6 +211,7 @@ class SimulationResult:
     completion_h: np.ndarray = field(repr=False)
     cost: np.ndarray = field(repr=False)
     value: np.ndarray = field(repr=False)
+    policy_report: dict = field(default_factory=dict)  # what the policy says of itself (e.g. solver status)
 
     @property
     def utility(self) -> np.ndarray:
@@ -387,6 +388,7 @@ def simulate(
     return SimulationResult(
         policy=getattr(policy, "name", type(policy).__name__), job=job, settings=settings, names=ep.names,
         slot_hours=dt, arrays=arr, completion_h=completion, cost=cost_total, value=value,
+        policy_report=policy.report() if hasattr(policy, "report") else {},
     )
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from io import StringIO
 from pathlib import Path
 
 import numpy as np
@@ -43,18 +44,21 @@ def _read_text(path: Path) -> str:
         raise TraceError(f"{path}: not a UTF-8 text file") from None
 
 
-def read_tidy_csv(path: str | Path) -> pd.DataFrame:
-    """Read and validate a tidy market CSV; returns the rows with `line` = line number in the file."""
-    path = Path(path)
+def _read_csv_strings(path: Path) -> pd.DataFrame:
+    """All cells as strings, so that validation can name the offending row and value."""
     text = _read_text(path)
     if not text.strip():
         raise TraceError(f"{path}: empty file")
-    from io import StringIO
-
     try:
-        df = pd.read_csv(StringIO(text), dtype=str, keep_default_na=False)
+        return pd.read_csv(StringIO(text), dtype=str, keep_default_na=False)
     except pd.errors.ParserError as exc:
         raise TraceError(f"{path}: not a valid CSV ({exc})") from None
+
+
+def read_tidy_csv(path: str | Path) -> pd.DataFrame:
+    """Read and validate a tidy market CSV; returns the rows with `line` = line number in the file."""
+    path = Path(path)
+    df = _read_csv_strings(path)
     missing = [c for c in TIDY_COLUMNS if c not in df.columns]
     if missing:
         raise TraceError(
@@ -265,15 +269,7 @@ def load_sky_spot_json(
 def load_windows_csv(path: str | Path, n_ticks: int | None = None) -> pd.DataFrame:
     """Windows `[start_tick, end_tick)` of a trace, validated against its length when given."""
     path = Path(path)
-    text = _read_text(path)
-    if not text.strip():
-        raise TraceError(f"{path}: empty file")
-    from io import StringIO
-
-    try:
-        df = pd.read_csv(StringIO(text), dtype=str, keep_default_na=False)
-    except pd.errors.ParserError as exc:
-        raise TraceError(f"{path}: not a valid CSV ({exc})") from None
+    df = _read_csv_strings(path)
     need = ("start_tick", "end_tick")
     missing = [c for c in need if c not in df.columns]
     if missing:
@@ -299,6 +295,23 @@ def load_windows_csv(path: str | Path, n_ticks: int | None = None) -> pd.DataFra
     return out.reset_index(drop=True)
 
 
+def is_json_trace(path: str | Path) -> bool:
+    """sky_spot JSON traces start with '{'; tidy traces are CSV (possibly gzip'd)."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(2)
+        opener = gzip.open if head == b"\x1f\x8b" else open
+        with opener(path, "rb") as fh:
+            return fh.read(256).lstrip()[:1] == b"{"
+    except FileNotFoundError:
+        raise TraceError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise TraceError(f"{path}: is a directory, expected a trace file") from None
+    except (OSError, EOFError) as exc:
+        raise TraceError(f"{path}: cannot be read ({exc})") from None
+
+
 def load_trace(
     path: str | Path,
     zone: str | None = None,
@@ -306,11 +319,8 @@ def load_trace(
     convention: str = "preempted",
     requested: int | None = None,
 ) -> Market:
-    """Load a trace of either format, chosen by content (JSON object vs CSV)."""
-    path = Path(path)
-    head = _read_text(path).lstrip()[:1]
-    if head == "{":
-        if zone is not None:
-            pass  # a JSON trace is a single zone; the name is informational
+    """Load a trace of either format, chosen by content (JSON object vs CSV). A JSON trace is one
+    zone, so `zone` applies to tidy CSVs only."""
+    if is_json_trace(path):
         return load_sky_spot_json(path, convention, slot_hours, requested)
     return load_tidy_csv(path, zone, slot_hours)

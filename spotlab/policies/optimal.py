@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 from joblib import Parallel, delayed
+from tqdm.auto import tqdm
 
 from ..optimum import OptimumProblem
 from ..optimum.solve import DEFAULT_GAP
@@ -41,13 +42,24 @@ class Optimal:
         args = [(problem, ep.avail[c, :H], ep.spot_price[c, :H], ep.od_price[c, :H],
                  self.solver, self.time_limit, self.mip_gap) for c in chunks if c.size]
         if jobs == 1:
-            parts = [_solve_chunk(*a) for a in args]
+            parts = (_solve_chunk(*a) for a in args)
         else:
-            parts = Parallel(n_jobs=jobs)(delayed(_solve_chunk)(*a) for a in args)
-        results = [r for part in parts for r in part]
+            parts = Parallel(n_jobs=jobs, return_as="generator")(delayed(_solve_chunk)(*a) for a in args)
+        results = []
+        with tqdm(total=W, desc="optimum", unit="window", disable=None if W >= 8 else True, leave=False) as bar:
+            for part in parts:
+                results.extend(part)
+                bar.update(len(part))
         self.plan_o_ = np.stack([r.o for r in results])
         self.plan_s_ = np.stack([r.s for r in results])
         self.results_ = results
+
+    def report(self) -> dict:
+        """How the solves went: a time-out leaves a feasible but unproven schedule."""
+        status = [r.status for r in self.results_]
+        return {"solver": self.solver, "mip_gap": self.mip_gap, "windows_optimal": status.count("optimal"),
+                "windows_time_limit": status.count("time_limit"),
+                "solve_seconds": round(float(sum(r.seconds for r in self.results_)), 2)}
 
     def act(self, obs: Observation):
         return self.plan_o_[:, obs.t], self.plan_s_[:, obs.t]
