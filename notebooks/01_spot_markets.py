@@ -184,7 +184,7 @@ for ax, (key, f) in zip(axes, files.items()):
         for zone, g in sub.groupby("zone", sort=False):
             ax.plot(g["k"], g["fraction"], marker="o", ms=3, label=zone)
         ax.set_xlabel("k (GPUs)")
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, loc="best")
     ax.set_title(f.title, fontsize=9, loc="left")
 axes[0].set_ylabel("share of slots with ≥ k GPUs available")
 fig.tight_layout()
@@ -225,7 +225,9 @@ display(stats[["dataset", "zone", "k", "state", "mean", "median", "p90", "count"
 # ## Autocorrelation of availability
 #
 # How much the availability fraction now says about it `lag` hours later. A slow decay means the
-# current state is a good short-horizon predictor; bumps at 24 h would indicate a daily cycle.
+# current state is a good short-horizon predictor; bumps at 24 h indicate a daily cycle (clear in
+# some H100 zones, e.g. us-east4-b, matching its afternoon dip in the daily profile). Lags stop at
+# half the trace length.
 # Zones whose availability never changes are left out (no defined autocorrelation).
 
 # %%

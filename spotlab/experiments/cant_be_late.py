@@ -100,7 +100,8 @@ def crosscheck(
 ) -> pd.DataFrame:
     """Mean cost of each policy per deadline on the windows of `trace`, next to the published number.
 
-    `windows_limit` keeps the first N windows (a quick check; such rows are `comparable=False`).
+    `windows_limit` keeps the first N windows (a quick check; such rows are `comparable=False`, and
+    `within_tolerance` (|rel_diff| <= 1%) is only ever True for comparable rows).
     With `out_csv`, each (deadline, policy) row is appended as soon as it is computed and rows
     already there for the same windows and setup are reused, so an interrupted run resumes;
     `windows_csv` likewise receives the per-window costs of the cells computed in this call.
@@ -132,10 +133,11 @@ def crosscheck(
             ours = float(np.mean(res.cost))
             pub = PUBLISHED_MEAN_COST.get((int(deadline), policy), np.nan) if float(deadline).is_integer() else np.nan
             rel = (ours - pub) / pub if np.isfinite(pub) else np.nan
+            comp = bool(comparable and np.isfinite(pub))
             row = {
                 "deadline": deadline, "policy": policy, "our_mean_cost": ours, "published_mean_cost": pub,
-                "rel_diff": rel, "runs": ep.n, "comparable": bool(comparable and np.isfinite(pub)),
-                "within_tolerance": bool(np.isfinite(rel) and abs(rel) <= TOLERANCE),
+                "rel_diff": rel, "runs": ep.n, "comparable": comp,
+                "within_tolerance": bool(comp and abs(rel) <= TOLERANCE),
                 "deadline_met_fraction": float(np.mean(res.met_deadline)), **setup,
                 "solver": solver if policy == "optimal" else "", "seconds": secs,
             }
@@ -153,6 +155,7 @@ def crosscheck(
     for col in ("comparable", "within_tolerance"):
         out[col] = out[col].astype(str).str.lower().isin(("true", "1")).to_numpy()
     out["runs"] = out["runs"].astype(int)
+    out["solver"] = [s if isinstance(s, str) else "" for s in out["solver"]]
     return out
 
 

@@ -176,8 +176,8 @@ def spell_lengths(markets: Mapping[str, Market], k: int = 1, include_censored: b
 
 def autocorrelation(markets: Mapping[str, Market], max_lag_hours: float = 24.0) -> pd.DataFrame:
     """Autocorrelation of the availability fraction vs lag (hours) per zone: how far ahead the
-    current state is informative. A constant series (never/always available) has no defined ACF
-    and is left out."""
+    current state is informative. Lags stop at half the series (beyond, too few pairs to mean
+    anything). A constant series (never/always available) has no defined ACF and is left out."""
     rows = []
     for zone, m in markets.items():
         x = m.avail / m.requested
@@ -186,7 +186,7 @@ def autocorrelation(markets: Mapping[str, Market], max_lag_hours: float = 24.0) 
         if var == 0:
             continue
         n = len(x)
-        for lag in range(0, min(n - 1, int(round(max_lag_hours / m.slot_hours))) + 1):
+        for lag in range(0, min(n // 2, int(round(max_lag_hours / m.slot_hours))) + 1):
             rows.append({"zone": zone, "lag_hours": lag * m.slot_hours,
                          "acf": float(np.dot(x[: n - lag], x[lag:]) / var)})
     return pd.DataFrame(rows, columns=["zone", "lag_hours", "acf"])
