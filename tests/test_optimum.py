@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pyomo.environ as pe
 import pytest
@@ -42,7 +44,8 @@ def instances(draw):
     return job, Market(avail=avail, spot_price=sp, od_price=od, slot_hours=dt, requested=n_max)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=int(os.environ.get("SPOTLAB_HYPOTHESIS_EXAMPLES", 25)), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
 @given(instances())
 def test_glpk_and_highs_agree_and_the_schedule_replays(case):
     job, m = case
@@ -133,3 +136,11 @@ def test_infeasible_and_time_limit_are_clear():
             assert "time limit" in str(exc) or "infeasible" in str(exc)
         else:
             assert res.status in ("optimal", "time_limit")
+
+
+def test_negligible_coefficients_do_not_break_glpk():
+    # found by hypothesis: a throughput offset of 1e-112 made GLPK's scaling report infeasibility
+    job = Job(work=1.0, deadline_h=1.0, hard_deadline_h=3.0, throughput=Throughput(1.0, 3.7e-112), miss_penalty=20.0)
+    for solver in ("glpk", "highs"):
+        r = solve_optimum(np.zeros(6, int), np.ones(6), np.full(6, 3.0), job, 0.5, solver=solver, mip_gap=1e-9)
+        assert r.status == "optimal" and r.objective == pytest.approx(-3.0)

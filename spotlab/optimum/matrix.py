@@ -59,9 +59,11 @@ def compile_model(model: pe.ConcreteModel, keep_columns: bool = False) -> Standa
         raise SolverError(f"the model needs exactly one active objective, it has {len(sf.objectives)}")
     A = sf.A.tocsr()
     A.sum_duplicates()
+    A.data = _negligible_to_zero(A.data)
     A.eliminate_zeros()
     n = A.shape[1]
     c = np.asarray(sf.c.toarray(), dtype=float).ravel() if sf.c.shape[1] else np.zeros(n)
+    c = _negligible_to_zero(c)
     c0 = float(np.asarray(sf.c_offset, dtype=float).ravel()[0]) if np.size(sf.c_offset) else 0.0
     rhs = np.asarray(sf.rhs, dtype=float)
     kinds = np.array([r.bound_type for r in sf.rows], dtype=int)
@@ -82,6 +84,15 @@ def compile_model(model: pe.ConcreteModel, keep_columns: bool = False) -> Standa
                         columns=tuple(sf.columns) if keep_columns else ())
     validate(form)
     return form
+
+
+def _negligible_to_zero(values: np.ndarray) -> np.ndarray:
+    """Coefficients below 1e-12 of the largest are rounding noise (e.g. a throughput offset of
+    1e-112); GLPK's scaling turns them into spurious infeasibility, so they are dropped."""
+    values = np.asarray(values, dtype=float)
+    finite = values[np.isfinite(values)]
+    scale = max(1.0, float(np.abs(finite).max())) if finite.size else 1.0
+    return np.where(np.abs(values) < 1e-12 * scale, 0.0, values)
 
 
 def validate(form: StandardForm) -> None:
@@ -114,7 +125,7 @@ def with_updates(form: StandardForm, col_hi: dict | None = None, cost: dict | No
     sign = -1.0 if form.maximize else 1.0  # the compiler stores a maximisation as min of -objective
     for cols, vals in (cost or {}).items():
         c[np.asarray(cols)] = sign * np.asarray(vals, dtype=float)
-    out = replace(form, col_hi=hi, c=c)
+    out = replace(form, col_hi=hi, c=_negligible_to_zero(c))
     validate(out)
     return out
 
@@ -178,10 +189,21 @@ def solve_glpk(form: StandardForm, time_limit: float, mip_gap: float, tee: bool 
         msg = glp.GLP_MSG_ALL if tee else glp.GLP_MSG_OFF
         tm = max(1, int(time_limit * 1000))
         if form.is_int.any():
+            # The LP relaxation first (simplex with its own presolver and scaling), then branch and
+            # cut from that basis without GLPK's MIP presolver, which is fragile with small
+            # coefficients: it reported feasible models infeasible in our property tests.
+            glp.glp_scale_prob(lp, glp.GLP_SF_AUTO)
+            smcp = glp.glp_smcp()
+            glp.glp_init_smcp(smcp)
+            smcp.presolve, smcp.tm_lim, smcp.msg_lev = glp.GLP_OFF, tm, msg
+            lp_ret = glp.glp_simplex(lp, smcp)
+            if lp_ret == 0 and glp.glp_get_status(lp) == glp.GLP_NOFEAS:
+                return _finish(form, None, "infeasible", started)
             parm = glp.glp_iocp()
             glp.glp_init_iocp(parm)
-            parm.presolve = glp.GLP_ON
-            parm.tm_lim, parm.mip_gap, parm.msg_lev = tm, float(mip_gap), msg
+            parm.presolve = glp.GLP_OFF if lp_ret == 0 else glp.GLP_ON
+            parm.tm_lim = max(1, tm - int((time.perf_counter() - started) * 1000))
+            parm.mip_gap, parm.msg_lev = float(mip_gap), msg
             parm.fp_heur = glp.GLP_ON
             for cut in GLPK_CUTS:
                 setattr(parm, cut, glp.GLP_ON)
