@@ -59,7 +59,8 @@ def make_policy(name: str, params: Mapping[str, Any] | None = None) -> Any:
     cls = policy_class(name)
     params = dict(params or {})
     sig = inspect.signature(cls.__init__)
-    accepted = {k: p for k, p in sig.parameters.items() if k != "self" and p.kind is p.POSITIONAL_OR_KEYWORD or p.kind is p.KEYWORD_ONLY}
+    accepted = {k: p for k, p in sig.parameters.items()
+                if k != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
     unknown = [k for k in params if k not in accepted]
     if unknown:
         valid = ", ".join(accepted) or "none"
