@@ -29,3 +29,7 @@ class PolicyError(SpotlabError):
 
 class SolverError(SpotlabError):
     """The optimisation model could not be solved (infeasible, time-out without a solution, bad data)."""
+
+
+class PredictionError(SpotlabError):
+    """A forecast cannot be made as asked (unknown model, too little history, gaps, bad horizon...)."""
