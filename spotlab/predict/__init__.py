@@ -24,6 +24,7 @@ MODELS: dict[str, str] = {
     "ets": "spotlab.predict.ets:ETS",
     "arima": "spotlab.predict.arima:ARIMA",
     "gbm": "spotlab.predict.gbm:GBM",
+    "duration": "spotlab.predict.duration:Duration",
 }
 
 __all__ = ["MODELS", "AvailabilityOracle", "Forecaster", "NoisyOracle", "Predictor", "RollingResult",
