@@ -8,11 +8,10 @@ forecast for sensitivity sweeps.
 
 from __future__ import annotations
 
-import importlib
-import inspect
 from typing import Any
 
 from ..errors import PredictionError
+from ..registry import build, load_class
 from .base import Predictor
 from .evaluate import RollingResult, TargetSeries, compare, evaluate_zones, rolling_origin, target_series
 from .forecaster import Forecaster
@@ -37,37 +36,7 @@ def model_names() -> list[str]:
 
 
 def predictor_class(name: str) -> type[Predictor]:
-    if name not in MODELS:
-        raise PredictionError(f"unknown model {name!r}; known models: {', '.join(MODELS)}")
-    module, cls = MODELS[name].split(":")
-    return getattr(importlib.import_module(module), cls)
-
-
-def _coerce(value: Any, annotation: Any, default: Any, key: str, name: str) -> Any:
-    """Turn a command-line string into the parameter's type (from its annotation or default)."""
-    if not isinstance(value, str):
-        return value
-    ann = str(annotation) if annotation is not inspect.Parameter.empty else type(default).__name__
-    text = value.strip()
-    try:
-        if "None" in ann and text.lower() in ("none", "auto", ""):
-            return None
-        if "tuple" in ann:
-            return tuple(int(v) for v in text.strip("()[] ").split(",") if v.strip())
-        if "bool" in ann:
-            low = text.lower()
-            if low in ("1", "true", "yes", "on"):
-                return True
-            if low in ("0", "false", "no", "off"):
-                return False
-            raise ValueError(value)
-        if "int" in ann:
-            return int(text)
-        if "float" in ann:
-            return float(text)
-    except ValueError:
-        raise PredictionError(f"model {name!r}: parameter {key}={value!r} is not a valid {ann}") from None
-    return value
+    return load_class(MODELS, name, "model", PredictionError)
 
 
 def make_predictor(name: str, **params: Any) -> Predictor:
@@ -76,17 +45,6 @@ def make_predictor(name: str, **params: Any) -> Predictor:
     String values (from a command line) are converted to the parameter's type: "1,0,1" for a tuple,
     "true"/"false" for a flag, "auto"/"none" for an optional one.
     """
-    cls = predictor_class(name)
-    sig = inspect.signature(cls.__init__)
-    accepted = {k: p for k, p in sig.parameters.items()
-                if k != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
-    unknown = [k for k in params if k not in accepted]
-    if unknown:
-        valid = ", ".join(f"{k}={p.default!r}" for k, p in accepted.items()) or "none"
-        raise PredictionError(
-            f"model {name!r} has no parameter {', '.join(map(repr, unknown))}; its parameters (defaults): {valid}"
-        )
-    kwargs = {k: _coerce(v, accepted[k].annotation, accepted[k].default, k, name) for k, v in params.items()}
-    model = cls(**kwargs)
+    model = build(predictor_class(name), params, f"model {name!r}", PredictionError)
     model.check_params()
     return model
