@@ -39,6 +39,7 @@ import seaborn as sns
 from IPython.display import display
 
 from spotlab.data import dataset_path
+from spotlab.experiments import figures as figs
 from spotlab.experiments import markets as mk
 from spotlab.traces import tidy_zones
 
@@ -46,17 +47,8 @@ sns.set_theme(style="whitegrid", context="notebook")
 out = Path(out_dir)
 out.mkdir(parents=True, exist_ok=True)
 
-
-def save(fig, table: pd.DataFrame, name: str) -> None:
-    """Save a figure as PNG and the numbers behind it as CSV, both named 01_<name>."""
-    fig.savefig(out / f"01_{name}.png", dpi=120, bbox_inches="tight")
-    table.to_csv(out / f"01_{name}.csv", index=False)
-
-
-def by_dataset(fn, markets: dict, **kw) -> pd.DataFrame:
-    """Apply a per-zone statistic to every file and stack the results with a `dataset` column."""
-    parts = {key: fn(ms, **kw) for key, ms in markets.items()}
-    return pd.concat(parts, names=["dataset", None]).reset_index(level=0).reset_index(drop=True)
+save = figs.saver(out, "01")
+by_dataset = figs.by_dataset
 
 
 # %% [markdown]
@@ -142,25 +134,7 @@ plt.show()
 # %%
 real = [k for k, f in files.items() if f.real_clock]
 daily = by_dataset(mk.daily_profile, {k: markets[k] for k in real})
-daily["frac_se"] = daily["frac_std"] / np.sqrt(daily["count"])
-fig, axes = plt.subplots(1, len(real) + 1, figsize=(16, 4), sharex=True)
-for ax, key in zip(axes, real):
-    for zone, g in daily[daily["dataset"] == key].groupby("zone", sort=False):
-        ax.plot(g["hour"], g["frac_mean"], marker="o", ms=3, label=zone)
-        ax.fill_between(g["hour"], g["frac_mean"] - g["frac_se"], g["frac_mean"] + g["frac_se"], alpha=0.15)
-    ax.set_title(files[key].title, fontsize=10, loc="left")
-    ax.set_ylabel("mean available / requested")
-    ax.set_ylim(-0.02, 1.02)
-    ax.legend(fontsize=7, ncol=2)
-for zone, g in daily[daily["dataset"] == "aws_v100"].groupby("zone", sort=False):
-    axes[-1].plot(g["hour"], g["spot_price_mean"], marker="o", ms=3, label=zone)
-axes[-1].set_title("AWS V100 spot price by hour", fontsize=10, loc="left")
-axes[-1].set_ylabel("mean spot price (USD per GPU-hour)")
-axes[-1].legend(fontsize=7, ncol=2)
-for ax in axes:
-    ax.set_xlabel("hour of day (UTC)")
-    ax.set_xticks(range(0, 24, 3))
-fig.tight_layout()
+fig, daily = figs.daily_profile_figure(daily, files)
 save(fig, daily, "daily_profile")
 plt.show()
 

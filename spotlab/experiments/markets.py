@@ -174,16 +174,23 @@ def spell_lengths(markets: Mapping[str, Market], k: int = 1, include_censored: b
     return pd.DataFrame(rows)
 
 
-def autocorrelation(markets: Mapping[str, Market], max_lag_hours: float = 24.0) -> pd.DataFrame:
-    """Autocorrelation of the availability fraction vs lag (hours) per zone: how far ahead the
-    current state is informative. Lags stop at half the series (beyond, too few pairs to mean
-    anything). A constant series (never/always available) has no defined ACF and is left out."""
+def autocorrelation(markets: Mapping[str, Market], max_lag_hours: float = 24.0,
+                    target: str = "availability") -> pd.DataFrame:
+    """Autocorrelation of the availability fraction (or the spot price) vs lag (hours) per zone: how
+    far ahead the current state is informative. Lags stop at half the series (beyond, too few pairs to
+    mean anything). A constant series (never/always available, a list price) has no defined ACF and is
+    left out, as are zones without a price when `target="price"`."""
     rows = []
     for zone, m in markets.items():
-        x = m.avail / m.requested
+        if target == "price":
+            if not m.has_spot_price:
+                continue
+            x = np.asarray(m.spot_price, dtype=float)
+        else:
+            x = m.avail / m.requested
         x = x - x.mean()
         var = float(np.dot(x, x))
-        if var == 0:
+        if var <= 1e-12 * max(1.0, x.size):
             continue
         n = len(x)
         for lag in range(0, min(n // 2, int(round(max_lag_hours / m.slot_hours))) + 1):

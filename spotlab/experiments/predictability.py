@@ -28,7 +28,7 @@ from ..market import Market
 from ..predict import evaluate_zones, make_predictor
 from ..predict.base import slots_per
 from ..traces import tidy_zones
-from .markets import MARKET_FILES, MarketFile, load_all_zones
+from .markets import MARKET_FILES, MarketFile, autocorrelation, load_all_zones
 
 QUICK_MODELS = ("persistence", "seasonal_naive", "ets", "duration")
 ALL_MODELS = ("persistence", "seasonal_naive", "ets", "arima", "gbm", "duration")
@@ -52,22 +52,8 @@ def load_markets(
 
 
 def price_autocorrelation(markets: Mapping[str, Market], max_lag_hours: float = 24.0) -> pd.DataFrame:
-    """Autocorrelation of the spot price vs lag (hours) per zone, like `markets.autocorrelation` does for
-    availability (lags up to half the series; zones without a price or with a constant one are left out)."""
-    rows = []
-    for zone, m in markets.items():
-        if not m.has_spot_price:
-            continue
-        x = np.asarray(m.spot_price, dtype=float)
-        x = x - x.mean()
-        var = float(np.dot(x, x))
-        if var <= 1e-12 * max(1.0, x.size):
-            continue
-        n = len(x)
-        for lag in range(0, min(n // 2, int(round(max_lag_hours / m.slot_hours))) + 1):
-            rows.append({"zone": zone, "lag_hours": lag * m.slot_hours,
-                         "acf": float(np.dot(x[: n - lag], x[lag:]) / var)})
-    return pd.DataFrame(rows, columns=["zone", "lag_hours", "acf"])
+    """Autocorrelation of the spot price vs lag (hours) per zone (`markets.autocorrelation` on prices)."""
+    return autocorrelation(markets, max_lag_hours, target="price")
 
 
 def _price_varies(m: Market) -> bool:

@@ -1,0 +1,56 @@
+"""Figure helpers shared by the notebooks: saving a figure with the numbers behind it, stacking a
+per-zone statistic over files, and the figures more than one notebook shows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable, Mapping
+
+import numpy as np
+import pandas as pd
+
+
+def saver(out_dir: str | Path, prefix: str) -> Callable:
+    """`save(fig, table, name)` writing `<prefix>_<name>.png` and the `.csv` behind it into `out_dir`."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+
+    def save(fig, table: pd.DataFrame, name: str) -> None:
+        fig.savefig(out / f"{prefix}_{name}.png", dpi=120, bbox_inches="tight")
+        table.to_csv(out / f"{prefix}_{name}.csv", index=False)
+
+    return save
+
+
+def by_dataset(fn: Callable, markets: Mapping[str, dict], **kw) -> pd.DataFrame:
+    """Apply a per-zone statistic to every file and stack the results with a `dataset` column."""
+    parts = {key: fn(ms, **kw) for key, ms in markets.items()}
+    return pd.concat(parts, names=["dataset", None]).reset_index(level=0).reset_index(drop=True)
+
+
+def daily_profile_figure(daily: pd.DataFrame, files: Mapping, price_dataset: str = "aws_v100"):
+    """Mean availability fraction by hour of day (± one standard error) per file with a real clock,
+    and the spot price by hour for `price_dataset`."""
+    import matplotlib.pyplot as plt
+
+    daily = daily.assign(frac_se=daily["frac_std"] / np.sqrt(daily["count"]))
+    keys = list(dict.fromkeys(daily["dataset"]))
+    fig, axes = plt.subplots(1, len(keys) + 1, figsize=(16, 4))
+    for ax, key in zip(axes, keys):
+        for zone, g in daily[daily["dataset"] == key].groupby("zone", sort=False):
+            ax.plot(g["hour"], g["frac_mean"], marker="o", ms=3, label=zone)
+            ax.fill_between(g["hour"], g["frac_mean"] - g["frac_se"], g["frac_mean"] + g["frac_se"], alpha=0.15)
+        ax.set_title(files[key].title, fontsize=10, loc="left")
+        ax.set_ylabel("mean available / requested")
+        ax.set_ylim(-0.02, 1.02)
+        ax.legend(fontsize=7, ncol=2)
+    for zone, g in daily[daily["dataset"] == price_dataset].groupby("zone", sort=False):
+        axes[-1].plot(g["hour"], g["spot_price_mean"], marker="o", ms=3, label=zone)
+    axes[-1].set_title("AWS V100 spot price by hour", fontsize=10, loc="left")
+    axes[-1].set_ylabel("mean spot price (USD per GPU-hour)")
+    axes[-1].legend(fontsize=7, ncol=2)
+    for ax in axes:
+        ax.set_xlabel("hour of day (UTC)")
+        ax.set_xticks(range(0, 24, 3))
+    fig.tight_layout()
+    return fig, daily
