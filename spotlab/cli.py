@@ -7,7 +7,6 @@ import json
 import math
 import sys
 import time
-from pathlib import Path
 
 from . import __version__
 from .errors import SpotlabError

@@ -212,7 +212,7 @@ def solve_glpk(form: StandardForm, time_limit: float, mip_gap: float, tee: bool 
             ret = glp.glp_intopt(lp, parm)
             st = glp.glp_mip_status(lp)
             has = st in (glp.GLP_OPT, glp.GLP_FEAS)
-            value_of, obj = glp.glp_mip_col_val, glp.glp_mip_obj_val(lp)
+            value_of = glp.glp_mip_col_val
         else:
             parm = glp.glp_smcp()
             glp.glp_init_smcp(parm)
@@ -220,7 +220,7 @@ def solve_glpk(form: StandardForm, time_limit: float, mip_gap: float, tee: bool 
             ret = glp.glp_simplex(lp, parm)
             st = glp.glp_get_status(lp)
             has = st in (glp.GLP_OPT, glp.GLP_FEAS)
-            value_of, obj = glp.glp_get_col_prim, glp.glp_get_obj_val(lp)
+            value_of = glp.glp_get_col_prim
         if has and ret in (0, glp.GLP_EMIPGAP):
             status = "optimal"  # proven within the requested gap
         elif ret == glp.GLP_ETMLIM:

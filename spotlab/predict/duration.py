@@ -84,10 +84,7 @@ class Duration(Predictor):
         self.z_cell = z_cell
 
     def check_params(self) -> None:
-        for key in ("max_horizon", "max_levels", "level_bins", "max_run_bucket", "min_count"):
-            v = getattr(self, key)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-                raise PredictionError(f"duration: {key} must be a whole number >= 1 (got {v!r})")
+        self._require_whole(("max_horizon", "max_levels", "level_bins", "max_run_bucket", "min_count"))
         if not (isinstance(self.valid_fraction, (int, float)) and 0 < self.valid_fraction < 1):
             raise PredictionError(f"duration: valid_fraction must be in (0, 1) (got {self.valid_fraction!r})")
         if not (isinstance(self.min_gain, (int, float)) and 0 <= self.min_gain < 1):

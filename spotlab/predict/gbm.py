@@ -75,13 +75,8 @@ class GBM(Predictor):
         self.random_state = random_state
 
     def check_params(self) -> None:
-        for key in ("n_lags", "max_horizon", "max_iter", "min_samples_leaf"):
-            v = getattr(self, key)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-                raise PredictionError(f"gbm: {key} must be a whole number >= 1 (got {v!r})")
-        if isinstance(self.max_leaf_nodes, bool) or not isinstance(self.max_leaf_nodes, (int, np.integer)) \
-                or self.max_leaf_nodes < 2:
-            raise PredictionError(f"gbm: max_leaf_nodes must be a whole number >= 2 (got {self.max_leaf_nodes!r})")
+        self._require_whole(("n_lags", "max_horizon", "max_iter", "min_samples_leaf"))
+        self._require_whole(("max_leaf_nodes",), minimum=2)
         if self.loss not in ("absolute_error", "squared_error"):
             raise PredictionError(f"gbm: loss must be 'absolute_error' or 'squared_error' (got {self.loss!r})")
         if not (isinstance(self.learning_rate, (int, float)) and 0 < self.learning_rate <= 1):
