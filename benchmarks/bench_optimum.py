@@ -52,7 +52,7 @@ def main() -> None:
     for label, job, a, sp, od, dt in instances(sizes):
         t = time.perf_counter()
         problem = OptimumProblem(job, len(a), dt)
-        problem._form(bool(np.all(od == od[0])))
+        problem.compiled(bool(np.all(od == od[0])))
         t_build = time.perf_counter() - t
         row = {}
         for solver in ("glpk", "highs"):

@@ -139,11 +139,8 @@ def cmd_simulate(args) -> int:
                    args.value, args.miss_penalty)
     settings = settings_for(args.semantics, loaded.kind, args.billing, args.safety_net)
     params = dict(args.param)
-    if args.solver:
-        import inspect
-
-        if "solver" in inspect.signature(policy_class(args.policy).__init__).parameters:
-            params.setdefault("solver", args.solver)
+    if args.solver and "solver" in policy_class(args.policy).param_names():
+        params.setdefault("solver", args.solver)
     result = run_policy(args.policy, params, loaded.episodes, job, settings, seed=args.seed)
     out = result.metrics()
     out.update({

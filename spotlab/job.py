@@ -114,10 +114,6 @@ class Job:
         return cls(work=work_hours * h1, deadline_h=deadline_h, **kw)
 
     @property
-    def gamma(self) -> float:
-        return self.hard_deadline_h / self.deadline_h
-
-    @property
     def max_rate(self) -> float:
         """Throughput on N_max GPUs: the fastest the job can go."""
         return float(self.throughput(self.n_max))

@@ -100,12 +100,6 @@ class Market:
             name=f"{self.name}[{start}:{stop}]",
         )
 
-    def to_frame(self) -> pd.DataFrame:
-        idx = self.times if self.times is not None else pd.RangeIndex(len(self), name="slot")
-        return pd.DataFrame(
-            {"avail": self.avail, "spot_price": self.spot_price, "od_price": self.od_price}, index=idx
-        )
-
 
 @dataclass(frozen=True)
 class Observations:

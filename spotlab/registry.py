@@ -45,11 +45,32 @@ def coerce(value: Any, annotation: Any, default: Any) -> Any:
     return value
 
 
+def init_parameters(cls: type) -> dict[str, inspect.Parameter]:
+    """The keyword parameters of `cls.__init__`: what a registered class can be configured with."""
+    sig = inspect.signature(cls.__init__)
+    return {k: p for k, p in sig.parameters.items()
+            if k != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+
+
+class Params:
+    """scikit-learn's convention for registered classes: every `__init__` parameter is stored under
+    its own name, so parameters can be listed, printed and used to build a fresh copy."""
+
+    @classmethod
+    def param_names(cls) -> list[str]:
+        return list(init_parameters(cls))
+
+    def get_params(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.param_names()}
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"{type(self).__name__}({args})"
+
+
 def build(cls: type, params: Mapping[str, Any], label: str, error: type[SpotlabError]) -> Any:
     """`cls(**params)` with strings converted; unknown or invalid parameters raise `error` naming them."""
-    sig = inspect.signature(cls.__init__)
-    accepted = {k: p for k, p in sig.parameters.items()
-                if k != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    accepted = init_parameters(cls)
     unknown = [k for k in params if k not in accepted]
     if unknown:
         valid = ", ".join(f"{k}={p.default!r}" for k, p in accepted.items()) or "none"

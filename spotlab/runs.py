@@ -53,8 +53,7 @@ def load_episodes(
     if windows is None:
         return LoadedTrace(market, Episodes.from_markets([market]), "sky_spot" if json_trace else "tidy")
     native_s = obs.native_step()
-    n_native = int(round(len(obs.seconds)))
-    w = load_windows_csv(windows, n_native)
+    w = load_windows_csv(windows, len(obs.seconds))
     ratio = market.slot_hours * 3600.0 / native_s
     starts = w["start_tick"].to_numpy() / ratio
     stops = w["end_tick"].to_numpy() / ratio

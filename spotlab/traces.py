@@ -191,7 +191,6 @@ def load_sky_spot_observations(
     data = obj["data"]
     if not isinstance(data, list) or not data:
         raise TraceError(f"{path}: 'data' must be a non-empty list")
-    vals = np.asarray(data, dtype=object)
     bad = [i for i, v in enumerate(data) if isinstance(v, bool) or not isinstance(v, (int, float)) or v != int(v) or v < 0]
     if bad:
         raise TraceError(f"{path}: data[{bad[0]}] = {data[bad[0]]!r} is not a non-negative whole number")

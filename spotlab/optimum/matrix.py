@@ -117,7 +117,8 @@ def validate(form: StandardForm) -> None:
 
 
 def with_updates(form: StandardForm, col_hi: dict | None = None, cost: dict | None = None) -> StandardForm:
-    """A copy with new upper bounds / objective coefficients for the given columns (validated)."""
+    """A copy with new upper bounds / objective coefficients for the given columns (the solver
+    backends validate it before calling the solver)."""
     hi = form.col_hi.copy()
     c = form.c.copy()
     for cols, vals in (col_hi or {}).items():
@@ -125,9 +126,7 @@ def with_updates(form: StandardForm, col_hi: dict | None = None, cost: dict | No
     sign = -1.0 if form.maximize else 1.0  # the compiler stores a maximisation as min of -objective
     for cols, vals in (cost or {}).items():
         c[np.asarray(cols)] = sign * np.asarray(vals, dtype=float)
-    out = replace(form, col_hi=hi, c=_negligible_to_zero(c))
-    validate(out)
-    return out
+    return replace(form, col_hi=hi, c=_negligible_to_zero(c))
 
 
 @dataclass(frozen=True)

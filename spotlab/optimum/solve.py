@@ -80,7 +80,7 @@ class OptimumProblem:
         self.must_finish = must_finish
         self.forms_: dict = {}
 
-    def _form(self, constant_od: bool):
+    def compiled(self, constant_od: bool):
         """The compiled model; the variant with the on-demand symmetry cut needs a constant price."""
         if constant_od not in self.forms_:
             ones = np.ones(self.horizon)
@@ -105,7 +105,7 @@ class OptimumProblem:
             if arr.shape != (T,) or not np.all(np.isfinite(arr)) or np.any(arr < 0):
                 raise SolverError(f"the {label} must be a finite non-negative value for each of the {T} slots")
         dt = self.slot_hours
-        base = self._form(bool(np.all(od == od[0])))
+        base = self.compiled(bool(np.all(od == od[0])))
         o_cols, s_cols = base.index["o"], base.index["s"]
         form = with_updates(
             base,

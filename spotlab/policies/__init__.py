@@ -19,10 +19,6 @@ REGISTRY: dict[str, str] = {
 }
 
 
-def policy_names() -> list[str]:
-    return list(REGISTRY)
-
-
 def policy_class(name: str) -> type:
     return load_class(REGISTRY, name, "policy", PolicyError)
 

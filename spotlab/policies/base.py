@@ -5,10 +5,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..job import Job
+from ..registry import Params
 from ..simulator import EPS, Context, Observation, deadline_pressure
 
 
-class OnlinePolicy:
+class OnlinePolicy(Params):
     """Base for online policies: keeps the context, passes through the safety net."""
 
     name = "online"
@@ -21,12 +22,6 @@ class OnlinePolicy:
     def job(self) -> Job:
         return self.ctx_.job
 
-    def get_params(self) -> dict:
-        return {k: v for k, v in vars(self).items() if not k.endswith("_")}
-
-    def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
-        return f"{type(self).__name__}({args})"
 
 
 def spot_only(job: Job, obs: Observation) -> tuple[np.ndarray, np.ndarray]:

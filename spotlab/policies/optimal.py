@@ -13,6 +13,7 @@ from joblib import Parallel, delayed
 from tqdm.auto import tqdm
 
 from ..optimum import OptimumProblem
+from ..registry import Params
 from ..optimum.solve import DEFAULT_GAP
 from ..simulator import Context, Observation
 
@@ -21,7 +22,7 @@ def _solve_chunk(problem: OptimumProblem, avail, sp, od, solver, time_limit, mip
     return [problem.solve_window(a, p, q, solver, time_limit, mip_gap) for a, p, q in zip(avail, sp, od)]
 
 
-class Optimal:
+class Optimal(Params):
     name = "optimal"
     uses_safety_net = False
 

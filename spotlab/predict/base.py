@@ -23,13 +23,13 @@ Input rules, the same for every model, so that a user gets one kind of answer:
 
 from __future__ import annotations
 
-import inspect
 import math
 from typing import Any, ClassVar
 
 import numpy as np
 
 from ..errors import PredictionError
+from ..registry import Params
 
 MIN_RESIDUALS = 5  # fewer in-sample errors than this at a horizon -> borrow the spread of a shorter one
 
@@ -116,7 +116,7 @@ def residual_quantiles(errors: list[np.ndarray], q: float) -> np.ndarray:
     return out
 
 
-class Predictor:
+class Predictor(Params):
     """Base class: validation, the fit/update/predict life cycle and the default quantiles.
 
     Subclasses implement `_fit(y)`, `_predict(w)` and `_insample_errors(w)` (or `_predict_quantile`),
@@ -129,22 +129,9 @@ class Predictor:
 
     # ----------------------------------------------------------------------------------- parameters
 
-    @classmethod
-    def param_names(cls) -> list[str]:
-        sig = inspect.signature(cls.__init__)
-        return [k for k, p in sig.parameters.items()
-                if k != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
-
-    def get_params(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.param_names()}
-
     def clone(self) -> "Predictor":
         """A new, unfitted predictor with the same parameters."""
         return type(self)(**self.get_params())
-
-    def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
-        return f"{type(self).__name__}({args})"
 
     def check_params(self) -> None:
         """Raise `PredictionError` for an impossible parameter (called by `fit` and `make_predictor`)."""
