@@ -30,7 +30,8 @@ def coerce(value: Any, annotation: Any, default: Any) -> Any:
     if "None" in ann and text.lower() in ("none", "auto", ""):
         return None
     if "tuple" in ann:
-        return tuple(int(v) for v in text.strip("()[] ").split(",") if v.strip())
+        items = [v.strip() for v in text.strip("()[] ").split(",") if v.strip()]
+        return tuple(items) if "str" in ann else tuple(int(v) for v in items)
     if "bool" in ann:
         low = text.lower()
         if low in ("1", "true", "yes", "on"):

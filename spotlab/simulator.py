@@ -64,6 +64,10 @@ class Episodes:
     length: np.ndarray
     slot_hours: float
     names: tuple[str, ...]
+    # The slots of the source trace just before each window, (W, P), NaN where there are none: what an
+    # online policy may learn from before its job starts (forecasters need a history).
+    history_avail: np.ndarray | None = None
+    history_price: np.ndarray | None = None
 
     @property
     def n(self) -> int:
@@ -90,8 +94,10 @@ class Episodes:
         return cls(avail, sp, od, np.array([len(m) for m in markets]), dt, tuple(m.name for m in markets))
 
     @classmethod
-    def from_windows(cls, market: Market, starts: Sequence[int], stops: Sequence[int]) -> "Episodes":
-        """Windows `[start, stop)` of one market without building a `Market` per window."""
+    def from_windows(cls, market: Market, starts: Sequence[int], stops: Sequence[int],
+                     history: int = 0) -> "Episodes":
+        """Windows `[start, stop)` of one market without building a `Market` per window; `history` slots
+        before each start are kept (NaN before the trace begins) for policies that forecast."""
         starts = np.asarray(starts, dtype=np.int64)
         stops = np.asarray(stops, dtype=np.int64)
         if starts.size == 0:
@@ -109,7 +115,15 @@ class Episodes:
         sp = np.where(valid, market.spot_price[idx], np.nan)
         od = np.where(valid, market.od_price[idx], np.nan)
         names = tuple(f"{market.name}[{a}:{b}]" for a, b in zip(starts, stops))
-        return cls(avail, sp, od, length, market.slot_hours, names)
+        hist_a = hist_p = None
+        if history:
+            P = int(history)
+            hidx = starts[:, None] - P + np.arange(P)[None, :]
+            ok = hidx >= 0
+            hidx = np.maximum(hidx, 0)
+            hist_a = np.where(ok, market.avail[hidx].astype(float), np.nan)
+            hist_p = np.where(ok, market.spot_price[hidx], np.nan)
+        return cls(avail, sp, od, length, market.slot_hours, names, hist_a, hist_p)
 
 
 def _require_prices(m: Market) -> None:

@@ -18,7 +18,8 @@ from spotlab.predict.evaluate import compare, evaluate_zones, parse_horizons, ro
 from spotlab.synthetic import synthetic_market
 
 # Cheap settings so that every model fits in well under a second on one core.
-FAST = {"gbm": {"max_iter": 30}, "arima": {"order": (1, 1, 1)}}
+FAST = {"gbm": {"max_iter": 30}, "arima": {"order": (1, 1, 1)},
+        "auto": {"candidates": ("seasonal_naive", "ets", "duration"), "min_scored": 12}}
 
 
 def fast(name: str, **extra) -> Predictor:
@@ -93,6 +94,24 @@ def test_daily_term_beats_persistence_on_a_daily_cycle():
         mae = rolling_origin(y, model, **kw).scores()["mae"]
         assert (mae < pers).all(), f"{label} does not beat persistence on a daily cycle: {mae.to_dict()} vs {pers.to_dict()}"
         assert mae.mean() < 0.5 * pers.mean(), label
+
+
+def test_auto_earns_its_horizons():
+    """On a daily cycle `auto` switches to a daily model once it has beaten persistence on scored outcomes
+    (and beats persistence overall); on a random walk nothing earns it and it stays persistence."""
+    kw = dict(horizons=(1, 6, 12), train_slots=168, refit_every=24, slot_hours=1.0, target="price")
+    y = daily_cycle(days=16)
+    auto = rolling_origin(y, fast("auto"), **kw)
+    pers = rolling_origin(y, "persistence", **kw).scores()["mae"]
+    assert (auto.scores()["mae"] < pers).all(), (auto.scores()["mae"].to_dict(), pers.to_dict())
+    walk = 50 + np.cumsum(np.random.default_rng(4).normal(size=24 * 16))
+    model = fast("auto").fit(walk[:168], slot_hours=1.0)
+    for v in walk[168:]:
+        model.update([v])
+    assert model.chosen()[:12] == ["persistence"] * 12
+    np.testing.assert_array_equal(model.predict(12), np.full(12, walk[-1]))
+    with pytest.raises(PredictionError, match="auto: unknown candidate 'nope'"):
+        make_predictor("auto", candidates="ets,nope")
 
 
 def test_persistence_is_exact():

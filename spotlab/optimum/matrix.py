@@ -116,17 +116,20 @@ def validate(form: StandardForm) -> None:
         raise SolverError("the model has no variables")
 
 
-def with_updates(form: StandardForm, col_hi: dict | None = None, cost: dict | None = None) -> StandardForm:
-    """A copy with new upper bounds / objective coefficients for the given columns (the solver
-    backends validate it before calling the solver)."""
+def with_updates(form: StandardForm, col_hi: dict | None = None, cost: dict | None = None,
+                 col_lo: dict | None = None) -> StandardForm:
+    """A copy with new bounds / objective coefficients for the given columns (the solver backends
+    validate it before calling the solver). Keys are column index tuples, values arrays or scalars."""
+    lo = form.col_lo.copy()
     hi = form.col_hi.copy()
     c = form.c.copy()
-    for cols, vals in (col_hi or {}).items():
-        hi[np.asarray(cols)] = vals
+    for target, updates in ((lo, col_lo), (hi, col_hi)):
+        for cols, vals in (updates or {}).items():
+            target[np.asarray(cols)] = vals
     sign = -1.0 if form.maximize else 1.0  # the compiler stores a maximisation as min of -objective
     for cols, vals in (cost or {}).items():
         c[np.asarray(cols)] = sign * np.asarray(vals, dtype=float)
-    return replace(form, col_hi=hi, c=_negligible_to_zero(c))
+    return replace(form, col_lo=lo, col_hi=hi, c=_negligible_to_zero(c))
 
 
 @dataclass(frozen=True)

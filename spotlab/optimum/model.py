@@ -40,8 +40,50 @@ def build_model(
     """Pyomo MILP of `job` over the slots of one window (arrays already cut to the horizon)."""
     T = int(len(avail))
     dt = float(slot_hours)
-    a = np.minimum(np.asarray(avail, dtype=int), job.n_max)
     m = pe.ConcreteModel(name="spotlab_offline_optimum")
+    od_arr = np.asarray(od_price, dtype=float)
+    if od_shift_cut is None:
+        od_shift_cut = bool(np.all(od_arr == od_arr[0]))
+    add_allocation(m, np.asarray(avail), job, dt, od_shift_cut)
+    delta = job.overhead_h
+
+    ends = (np.arange(T) + 1) * dt
+    v_end = job.value_at(ends)  # value if done by the end of slot t (-miss_penalty after gamma*d)
+    earliest = int(np.searchsorted(ends, job.work / job.max_rate + delta - 1e-9))  # no finish before
+    first_change = int(np.flatnonzero(np.diff(np.concatenate([[v_end[0]], v_end])) != 0)[0]) if np.any(v_end != v_end[0]) else T
+    tail = list(range(min(max(first_change - 1, earliest, 0), T - 1), T))
+    m.F = pe.Set(initialize=tail)
+    m.f = pe.Var(m.F, domain=pe.Binary)
+    m.f_mono = pe.Constraint(m.F, rule=lambda m, t: m.f[t] >= m.f[t - 1] if t - 1 in m.F else pe.Constraint.Skip)
+    m.cum = pe.Var(m.T, domain=pe.NonNegativeReals)
+    m.cum_def = pe.Constraint(m.T, rule=lambda m, t: m.cum[t] == m.w[t] + (m.cum[t - 1] if t > 0 else 0))
+    m.progress = pe.Constraint(m.F, rule=lambda m, t: m.cum[t] >= job.work * m.f[t])
+    if must_finish:
+        m.finish = pe.Constraint(expr=m.f[T - 1] == 1)
+
+    sp = np.asarray(spot_price, dtype=float)
+    od = np.asarray(od_price, dtype=float)
+    # value = sum_t (f[t] - f[t-1]) * V(end of t); before the tail the value is constant V(end of tail[0])
+    value = sum(float(v_end[t]) * (m.f[t] - (m.f[t - 1] if t - 1 in m.F else 0)) for t in tail)
+    value = value - job.miss_penalty * (1 - m.f[T - 1])
+    cost = sum((float(od[t]) * m.o[t] + float(sp[t]) * m.s[t]) * dt for t in range(T))
+    m.cost = pe.Expression(expr=cost)
+    m.value = pe.Expression(expr=value)
+    m.utility = pe.Objective(expr=value - cost, sense=pe.maximize)
+    return m
+
+
+def add_allocation(m: pe.ConcreteModel, avail: np.ndarray, job: Job, dt: float, od_shift_cut: bool,
+                   prev: tuple | None = None) -> None:
+    """The allocation part shared by the offline optimum and the online window problem: slots `m.T`,
+    o, s, y, r, w, the throughput `m.rate`, overhead and reconfiguration rules.
+
+    `prev` = (o, s, y) of the slot before the first one (Pyomo variables or numbers); None means the
+    job starts idle. A change from `prev` in slot 0 is a reconfiguration, as in the simulator.
+    """
+    T = int(len(avail))
+    a = np.minimum(np.asarray(avail, dtype=int), job.n_max)
+    o0, s0, y0 = prev if prev is not None else (0, 0, 0)
     m.T = pe.RangeSet(0, T - 1)
     m.o = pe.Var(m.T, domain=pe.NonNegativeIntegers, bounds=(0, job.n_max))
     m.s = pe.Var(m.T, domain=pe.NonNegativeIntegers, bounds=lambda _, t: (0, int(a[t])))
@@ -82,15 +124,16 @@ def build_model(
 
     m.w_overhead = pe.Constraint(m.T, m.J, rule=overhead_rule)
 
-    def change_rules(var):
+    def change_rules(var, p0):
         def up(m, t):
-            prev = var[t - 1] if t > 0 else 0
-            return job.n_max * m.r[t] >= var[t] - prev
+            before = var[t - 1] if t > 0 else p0
+            return job.n_max * m.r[t] >= var[t] - before
 
         def down(m, t):
-            if t == 0:
+            before = var[t - 1] if t > 0 else p0
+            if t == 0 and isinstance(before, (int, float)) and before == 0:
                 return pe.Constraint.Skip
-            return job.n_max * m.r[t] >= var[t - 1] - var[t] - job.n_max * (1 - m.y[t])
+            return job.n_max * m.r[t] >= before - var[t] - job.n_max * (1 - m.y[t])
 
         return up, down
 
@@ -104,53 +147,25 @@ def build_model(
         m.u_o = pe.Var(m.T, domain=pe.NonNegativeReals)
         m.u_s = pe.Var(m.T, domain=pe.NonNegativeReals)
         m.u_y = pe.Var(m.T, domain=pe.NonNegativeReals)
-        m.u_o_def = pe.Constraint(m.T, rule=lambda m, t: m.u_o[t] >= m.o[t] - (m.o[t - 1] if t > 0 else 0))
-        m.u_s_def = pe.Constraint(m.T, rule=lambda m, t: m.u_s[t] >= m.s[t] - (m.s[t - 1] if t > 0 else 0))
-        m.u_y_def = pe.Constraint(m.T, rule=lambda m, t: m.u_y[t] >= m.y[t] - (m.y[t - 1] if t > 0 else 0))
+        m.u_o_def = pe.Constraint(m.T, rule=lambda m, t: m.u_o[t] >= m.o[t] - (m.o[t - 1] if t > 0 else o0))
+        m.u_s_def = pe.Constraint(m.T, rule=lambda m, t: m.u_s[t] >= m.s[t] - (m.s[t - 1] if t > 0 else s0))
+        m.u_y_def = pe.Constraint(m.T, rule=lambda m, t: m.u_y[t] >= m.y[t] - (m.y[t - 1] if t > 0 else y0))
         beta = tp.beta if tp.is_linear else 0.0
         m.w_added = pe.Constraint(m.T, rule=lambda m, t: m.w[t] <= m.rate[t] * dt - lost0 * (
             per_gpu * (m.u_o[t] + m.u_s[t]) + max(beta, 0.0) * m.u_y[t]))
 
-    for label, var in (("o", m.o), ("s", m.s)):
-        up, down = change_rules(var)
+    for label, var, p0 in (("o", m.o, o0), ("s", m.s, s0)):
+        up, down = change_rules(var, p0)
         setattr(m, f"r_up_{label}", pe.Constraint(m.T, rule=up))
         setattr(m, f"r_down_{label}", pe.Constraint(m.T, rule=down))
-    m.r_start = pe.Constraint(m.T, rule=lambda m, t: m.r[t] >= m.y[t] - (m.y[t - 1] if t > 0 else 0))
+    m.r_start = pe.Constraint(m.T, rule=lambda m, t: m.r[t] >= m.y[t] - (m.y[t - 1] if t > 0 else y0))
 
     # Symmetry cut, valid when the on-demand price is the same in every slot: a run that starts
     # after an idle slot must hold spot GPUs, since a pure on-demand run there could start one slot
     # earlier at the same cost, the same number of reconfigurations and an earlier completion.
     # Without it the solver explores every placement of on-demand slots in a gap.
-    od_arr = np.asarray(od_price, dtype=float)
-    if od_shift_cut is None:
-        od_shift_cut = bool(np.all(od_arr == od_arr[0]))
     if od_shift_cut:
         m.od_shift = pe.Constraint(m.T, rule=lambda m, t: m.y[t] - m.y[t - 1] <= m.s[t] if t > 0 else pe.Constraint.Skip)
-
-    ends = (np.arange(T) + 1) * dt
-    v_end = job.value_at(ends)  # value if done by the end of slot t (-miss_penalty after gamma*d)
-    earliest = int(np.searchsorted(ends, job.work / job.max_rate + delta - 1e-9))  # no finish before
-    first_change = int(np.flatnonzero(np.diff(np.concatenate([[v_end[0]], v_end])) != 0)[0]) if np.any(v_end != v_end[0]) else T
-    tail = list(range(min(max(first_change - 1, earliest, 0), T - 1), T))
-    m.F = pe.Set(initialize=tail)
-    m.f = pe.Var(m.F, domain=pe.Binary)
-    m.f_mono = pe.Constraint(m.F, rule=lambda m, t: m.f[t] >= m.f[t - 1] if t - 1 in m.F else pe.Constraint.Skip)
-    m.cum = pe.Var(m.T, domain=pe.NonNegativeReals)
-    m.cum_def = pe.Constraint(m.T, rule=lambda m, t: m.cum[t] == m.w[t] + (m.cum[t - 1] if t > 0 else 0))
-    m.progress = pe.Constraint(m.F, rule=lambda m, t: m.cum[t] >= job.work * m.f[t])
-    if must_finish:
-        m.finish = pe.Constraint(expr=m.f[T - 1] == 1)
-
-    sp = np.asarray(spot_price, dtype=float)
-    od = np.asarray(od_price, dtype=float)
-    # value = sum_t (f[t] - f[t-1]) * V(end of t); before the tail the value is constant V(end of tail[0])
-    value = sum(float(v_end[t]) * (m.f[t] - (m.f[t - 1] if t - 1 in m.F else 0)) for t in tail)
-    value = value - job.miss_penalty * (1 - m.f[T - 1])
-    cost = sum((float(od[t]) * m.o[t] + float(sp[t]) * m.s[t]) * dt for t in range(T))
-    m.cost = pe.Expression(expr=cost)
-    m.value = pe.Expression(expr=value)
-    m.utility = pe.Objective(expr=value - cost, sense=pe.maximize)
-    return m
 
 
 def schedule_of(m: pe.ConcreteModel) -> tuple[np.ndarray, np.ndarray]:

@@ -16,6 +16,8 @@ REGISTRY: dict[str, str] = {
     "greedy": "spotlab.policies.greedy:Greedy",
     "uniform_progress": "spotlab.policies.uniform_progress:UniformProgress",
     "optimal": "spotlab.policies.optimal:Optimal",
+    "chc": "spotlab.policies.chc:CHC",
+    "prediction_free": "spotlab.policies.prediction_free:PredictionFree",
 }
 
 

@@ -24,6 +24,7 @@ MODELS: dict[str, str] = {
     "arima": "spotlab.predict.arima:ARIMA",
     "gbm": "spotlab.predict.gbm:GBM",
     "duration": "spotlab.predict.duration:Duration",
+    "auto": "spotlab.predict.auto:Auto",
 }
 
 __all__ = ["MODELS", "AvailabilityOracle", "Forecaster", "NoisyOracle", "Predictor", "RollingResult",

@@ -1,0 +1,278 @@
+"""A1 — committed horizon control (CHC) over the window problem, fed by a forecaster (SPEC §6).
+
+Every `v` slots (the commitment level) the policy solves the window problem of the next `w` slots from
+the true state (`spotlab.optimum.window`): slot t's availability and price are observed, slots t+1 ..
+t+w-1 are forecast, and the work left at the end of the window has a terminal value. It then commits
+to the first v planned allocations. v = 1 is receding horizon control, v = w fixed horizon control.
+With `averaging=True` it is the CHC of Chen et al. (SIGMETRICS 2016): v fixed-horizon controllers
+re-plan at staggered slots (controller k at t = k mod v) and each slot runs the average of the v
+committed plans (rounded to whole GPUs), which smooths the plan's reaction to one bad forecast.
+
+Forecasts come from a registered model (`predictor="arima"`, fitted on the trace before the job's
+window plus what has been observed since, refitted every `refit_hours`, updated in between) or, for
+sensitivity experiments, from the controlled-error oracle (`predictor="oracle"`, error `sigma`;
+sigma = 0 is perfect foresight). `quantile=q` plans on the GPUs available with probability q
+instead of the point forecast. The reference price of the terminal value is the forecast cost of the
+cheapest way to run: the mean forecast spot price over the window's slots where spot is forecast
+usable, weighted by that fraction, and the on-demand price for the rest [ours].
+
+A window solve that fails (time limit without a schedule, solver error) falls back to Uniform Progress
+for that slot; the deadline safety net of the simulator applies to every slot. `report()` says how many
+solves, how long they took and how often the fallback was used.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+import numpy as np
+
+from ..errors import PolicyError, PredictionError, SolverError
+from ..optimum.window import WindowProblem, WindowState
+from ..predict import Forecaster, make_predictor, model_names
+from ..predict.oracle import AvailabilityOracle, NoisyOracle
+from ..simulator import Context, Observation
+from .base import OnlinePolicy
+from .uniform_progress import UniformProgress
+
+
+class CHC(OnlinePolicy):
+    """Committed horizon control: plan w slots ahead from forecasts, commit to the first v."""
+
+    name = "chc"
+
+    def __init__(
+        self,
+        w: int = 12,
+        v: int = 4,
+        predictor: str = "arima",
+        sigma: float = 0.0,
+        quantile: float | None = None,
+        averaging: bool = False,
+        refit_hours: float = 24.0,
+        train_hours: float = 168.0,
+        solver: str = "glpk",
+        time_limit: float = 10.0,
+        mip_gap: float = 1e-3,
+        seed: int = 0,
+    ) -> None:
+        self.w = w
+        self.v = v
+        self.predictor = predictor
+        self.sigma = sigma
+        self.quantile = quantile
+        self.averaging = averaging
+        self.refit_hours = refit_hours
+        self.train_hours = train_hours
+        self.solver = solver
+        self.time_limit = time_limit
+        self.mip_gap = mip_gap
+        self.seed = seed
+
+    # ------------------------------------------------------------------------------------- checks
+
+    def check_params(self) -> None:
+        for key in ("w", "v", "seed"):
+            val = getattr(self, key)
+            if isinstance(val, bool) or not isinstance(val, (int, np.integer)) or val < (0 if key == "seed" else 1):
+                raise PolicyError(f"chc: {key} must be a whole number >= {0 if key == 'seed' else 1} (got {val!r})")
+        if self.v > self.w:
+            raise PolicyError(f"chc: the commitment level v={self.v} cannot exceed the window w={self.w}")
+        if self.predictor != "oracle" and self.predictor not in model_names():
+            raise PolicyError(f"chc: unknown predictor {self.predictor!r}; use 'oracle' or one of "
+                              f"{', '.join(model_names())}")
+        if not (isinstance(self.sigma, (int, float)) and math.isfinite(self.sigma) and self.sigma >= 0):
+            raise PolicyError(f"chc: sigma must be a number >= 0 (got {self.sigma!r})")
+        if self.sigma and self.predictor != "oracle":
+            raise PolicyError("chc: sigma is the error of predictor='oracle'; a real model has its own error")
+        if self.quantile is not None and not (isinstance(self.quantile, float) and 0 < self.quantile < 1):
+            raise PolicyError(f"chc: quantile must be a probability in (0, 1) or None (got {self.quantile!r})")
+        for key in ("refit_hours", "train_hours", "time_limit"):
+            val = getattr(self, key)
+            if isinstance(val, bool) or not (isinstance(val, (int, float)) and math.isfinite(val) and val > 0):
+                raise PolicyError(f"chc: {key} must be a number > 0 (got {val!r})")
+        if not (isinstance(self.mip_gap, (int, float)) and 0 <= self.mip_gap < 1):
+            raise PolicyError(f"chc: mip_gap must be in [0, 1) (got {self.mip_gap!r})")
+        if self.solver not in ("glpk", "highs"):
+            raise PolicyError(f"chc: unknown solver {self.solver!r}; use glpk or highs")
+
+    # -------------------------------------------------------------------------------------- reset
+
+    def reset(self, ctx: Context) -> None:
+        self.check_params()
+        super().reset(ctx)
+        ep, job = ctx.episodes, ctx.job
+        self.dt_ = ep.slot_hours
+        self.problem_ = WindowProblem(job, int(self.w), self.dt_)
+        n_ctrl = int(self.v) if self.averaging else 1
+        W, span = ep.n, ctx.horizon + int(self.w) + 1
+        self.plan_o_ = np.full((n_ctrl, W, span), -1, dtype=np.int64)
+        self.plan_s_ = np.full((n_ctrl, W, span), -1, dtype=np.int64)
+        self.fallback_ = UniformProgress()
+        self.fallback_.reset(ctx)
+        self.requested_ = np.maximum(1, np.nanmax(ep.avail, axis=1)).astype(int)
+        if ep.history_avail is not None:
+            self.requested_ = np.maximum(self.requested_, np.nan_to_num(np.nanmax(
+                np.where(np.isfinite(ep.history_avail), ep.history_avail, 0), axis=1)).astype(int))
+        self.forecasters_: dict[tuple[int, str], dict[str, Any]] = {}
+        self.stats_ = {"solves": 0, "solve_s": [], "fallbacks": 0, "time_limit": 0, "forecast_s": 0.0,
+                       "fit_failures": 0}
+        self.base_seed_ = int(ctx.seed) * 1_000_003 + int(self.seed)
+
+    # --------------------------------------------------------------------------------- forecasts
+
+    def _history(self, i: int, t: int, target: str) -> np.ndarray:
+        ep = self.ctx_.episodes
+        now = ep.avail[i, :t + 1].astype(float) if target == "availability" else ep.spot_price[i, :t + 1]
+        past = ep.history_avail if target == "availability" else ep.history_price
+        if past is None:
+            return np.asarray(now, dtype=float)
+        before = past[i]
+        finite = np.flatnonzero(~np.isfinite(before))
+        before = before[finite[-1] + 1:] if finite.size else before  # the gap-free tail only
+        return np.concatenate([before, now])
+
+    def _model_forecast(self, i: int, t: int, target: str, k: int) -> np.ndarray:
+        """h = 1..k forecasts of `target` for window i at origin t, from the registered model."""
+        y = self._history(i, t, target)
+        if np.ptp(y) == 0:  # a constant history (a count trace's fixed price, an always-full zone)
+            return np.full(k, y[-1])
+        key = (i, target)
+        st = self.forecasters_.get(key)
+        refit = max(1, int(round(self.refit_hours / self.dt_)))
+        train = max(1, int(round(self.train_hours / self.dt_)))
+        if st is None or t - st["fit_t"] >= refit:
+            model = make_predictor(self.predictor)
+            requested = int(self.requested_[i]) if target == "availability" else None
+            fc = Forecaster(model, target, requested)
+            lo = max(0, y.size - train)
+            try:
+                fc.fit(y[lo:], t0=0, slot_hours=self.dt_)
+            except PredictionError:
+                self.stats_["fit_failures"] += 1  # too little history yet: hold the last value
+                return np.full(k, y[-1])
+            st = {"fc": fc, "fit_t": t, "seen": y.size}
+            self.forecasters_[key] = st
+        elif y.size > st["seen"]:
+            st["fc"].update(y[st["seen"]:])
+            st["seen"] = y.size
+        fc = st["fc"]
+        if target == "availability" and self.quantile is not None:
+            return fc.predict_quantile(k, self.quantile)
+        return fc.predict(k)
+
+    def _oracle_forecast(self, i: int, t: int, target: str, k: int) -> np.ndarray:
+        ep = self.ctx_.episodes
+        series = ep.avail[i] if target == "availability" else ep.spot_price[i]
+        truth = np.asarray(series[t + 1:t + 1 + k], dtype=float)
+        truth = np.nan_to_num(truth, nan=0.0)
+        if truth.size < k:  # past the end of the trace: nothing can run there anyway
+            truth = np.concatenate([truth, np.full(k - truth.size, truth[-1] if truth.size else 0.0)])
+        seed = (self.base_seed_ * 7919 + i * 2 + (target == "price")) % (2**63)
+        if target == "availability":
+            f = AvailabilityOracle(float(self.sigma), seed, requested=int(self.requested_[i])).forecast(truth, t)
+            if self.quantile is not None and self.sigma > 0:  # the oracle's own q-assured value
+                z = abs(_normal_quantile(self.quantile))
+                f = np.floor(np.clip(truth * (1 - z * self.sigma * np.sqrt(np.arange(1, k + 1))), 0, None))
+            return f
+        return NoisyOracle(float(self.sigma), seed).forecast(truth, t)
+
+    def forecast(self, i: int, t: int, obs: Observation) -> tuple[np.ndarray, np.ndarray]:
+        """Availability and spot price of window i for slots t..t+w-1 (slot t observed)."""
+        k = int(self.w) - 1
+        tic = time.perf_counter()
+        a, p = np.array([float(obs.avail[i])]), np.array([float(obs.spot_price[i])])
+        if k:
+            get = self._oracle_forecast if self.predictor == "oracle" else self._model_forecast
+            a = np.concatenate([a, get(i, t, "availability", k)])
+            p = np.concatenate([p, np.maximum(get(i, t, "price", k), 0.0)])
+        self.stats_["forecast_s"] += time.perf_counter() - tic
+        return a, p
+
+    # ------------------------------------------------------------------------------------------ act
+
+    def _plan(self, i: int, t: int, obs: Observation) -> tuple[np.ndarray, np.ndarray] | None:
+        job, ep, w = self.job, self.ctx_.episodes, int(self.w)
+        a, p = self.forecast(i, t, obs)
+        od_row = ep.od_price[i]
+        od = np.asarray(od_row[t:t + w], dtype=float)
+        if od.size < w or not np.all(np.isfinite(od)):
+            last = od_row[np.isfinite(od_row)][-1]
+            od = np.concatenate([od[np.isfinite(od)], np.full(w, last)])[:w]
+        usable = a >= job.n_min
+        share = float(usable.mean())
+        spot_ref = float(p[usable].mean()) if usable.any() else float(od.mean())
+        terminal_price = share * spot_ref + (1 - share) * float(od.mean())
+        state = WindowState(time_h=float(obs.time_h), remaining=float(obs.remaining[i]),
+                            prev_o=int(obs.prev_o[i]), prev_s=int(obs.prev_s[i]), pending_h=float(obs.pending_h[i]))
+        try:
+            plan = self.problem_.solve(state, a, p, od, terminal_price, slots_left=self.ctx_.horizon - t,
+                                       solver=self.solver, time_limit=float(self.time_limit),
+                                       mip_gap=float(self.mip_gap))
+        except SolverError:
+            return None
+        self.stats_["solves"] += 1
+        self.stats_["solve_s"].append(plan.seconds)
+        self.stats_["time_limit"] += plan.status != "optimal"
+        return plan.o, plan.s
+
+    def act(self, obs: Observation):
+        t, v = obs.t, int(self.v)
+        W = obs.remaining.size
+        n_ctrl = self.plan_o_.shape[0]
+        for c in range(n_ctrl):
+            if (t - c) % v != 0 or t < c:
+                continue
+            for i in np.flatnonzero(obs.active):
+                plan = self._plan(int(i), t, obs)
+                if plan is None:
+                    self.plan_o_[c, i, t:t + v] = -1
+                    self.plan_s_[c, i, t:t + v] = -1
+                else:
+                    self.plan_o_[c, i, t:t + v] = plan[0][:v]
+                    self.plan_s_[c, i, t:t + v] = plan[1][:v]
+        po, ps = self.plan_o_[:, :, t], self.plan_s_[:, :, t]
+        have = po >= 0
+        count = have.sum(axis=0)
+        o = np.zeros(W, dtype=np.int64)
+        s = np.zeros(W, dtype=np.int64)
+        ok = count > 0
+        if ok.any():
+            mean_o = np.where(have, po, 0).sum(axis=0) / np.maximum(count, 1)
+            mean_s = np.where(have, ps, 0).sum(axis=0) / np.maximum(count, 1)
+            o = np.where(ok, np.round(mean_o), 0).astype(np.int64)
+            s = np.where(ok, np.round(mean_s), 0).astype(np.int64)
+            total = o + s
+            over = total > self.job.n_max
+            o = np.where(over, self.job.n_max - s, o)
+        missing = obs.active & ~ok
+        if missing.any():
+            self.stats_["fallbacks"] += int(missing.sum())
+            fo, fs = self.fallback_.act(obs)
+            o = np.where(missing, fo, o)
+            s = np.where(missing, fs, s)
+        return o, s
+
+    def report(self) -> dict:
+        st = getattr(self, "stats_", None)
+        if not st:
+            return {}
+        secs = np.asarray(st["solve_s"], dtype=float)
+        return {
+            "solves": int(st["solves"]),
+            "solve_mean_s": float(secs.mean()) if secs.size else 0.0,
+            "solve_max_s": float(secs.max()) if secs.size else 0.0,
+            "solve_total_s": float(secs.sum()),
+            "time_limit_hits": int(st["time_limit"]),
+            "fallback_slots": int(st["fallbacks"]),
+            "forecast_s": float(st["forecast_s"]),
+            "fit_failures": int(st["fit_failures"]),
+        }
+
+
+def _normal_quantile(q: float) -> float:
+    from scipy.stats import norm
+
+    return float(norm.ppf(q))

@@ -1,0 +1,282 @@
+"""Online policy selection (SPEC §6, A3): Hedge, EXP3, regret bounds and the log-log slope check.
+
+The bounds checked are worst-case ones (Cesa-Bianchi & Lugosi 2006, Thms 2.2 and 2.3), so they must
+hold on every sequence: an adversarial one built to fool follow-the-leader, and random ones drawn by
+hypothesis. The stochastic checks use fixed seeds and margins wide enough not to be flaky.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from spotlab.errors import PolicyError, SpotlabError
+from spotlab.selection import (
+    SelectionRun,
+    exp3,
+    hedge,
+    loglog_slope,
+    losses_from_utilities,
+    regret_bound_exp3,
+    regret_bound_hedge,
+)
+
+TOL = 1e-9
+
+
+def ftl_trap(T: int) -> np.ndarray:
+    """Utilities in [0, 1] on which follow-the-leader loses every round: losses (1/2, 0), then (0, 1),
+    (1, 0), (0, 1), ... The leader after each round is always the member about to lose."""
+    loss = np.empty((T, 2))
+    loss[0] = (0.5, 0.0)
+    loss[1::2] = (0.0, 1.0)
+    loss[2::2] = (1.0, 0.0)
+    return 1.0 - loss
+
+
+def stochastic(seed: int, T: int = 400, means=(0.7, 0.5, 0.4), sd: float = 0.15) -> np.ndarray:
+    """I.i.d. utilities in [0, 1]; member 0 is best by a clear margin."""
+    rng = np.random.default_rng(seed)
+    return np.clip(rng.normal(means, sd, size=(T, len(means))), 0.0, 1.0)
+
+
+# ------------------------------------------------------------------------------------------- losses
+
+
+def test_losses_are_normalised_and_clipped():
+    U = np.array([[10.0, 0.0, 5.0], [12.0, -3.0, 7.5]])
+    L = losses_from_utilities(U, lo=0.0, hi=10.0)
+    np.testing.assert_allclose(L, [[0.0, 1.0, 0.5], [0.0, 1.0, 0.25]])
+
+
+# ------------------------------------------------------------------------------- Hedge: regret bounds
+
+
+def test_regret_bound_constants():
+    # Thm 2.2: sqrt(T ln K / 2); Thm 2.3: 2 sqrt(T ln K / 2) + sqrt(ln K / 8); both scaled by hi - lo.
+    assert regret_bound_hedge(100, 4, 0, 1) == pytest.approx(math.sqrt(100 * math.log(4) / 2))
+    assert regret_bound_hedge(100, 4, -1, 1, anytime=True) == pytest.approx(
+        2 * (math.sqrt(2 * 100 * math.log(4)) + math.sqrt(math.log(4) / 8))
+    )
+    assert regret_bound_hedge(50, 1, 0, 1) == 0.0
+    np.testing.assert_allclose(regret_bound_hedge(np.array([1, 4]), 2, 0, 2), 2 * np.sqrt(np.array([1, 4]) * math.log(2) / 2))
+    assert regret_bound_exp3(100, 4, 0, 1) == pytest.approx(math.sqrt(2 * 100 * 4 * math.log(4)))
+
+
+@pytest.mark.parametrize("T", [10, 101, 1000])
+def test_hedge_beats_the_ftl_trap_within_the_bound(T):
+    U = ftl_trap(T)
+    # The sequence is adversarial: a near-greedy leader follower (huge eta) has linear regret.
+    ftl = hedge(U, 0, 1, eta=1e6)
+    assert ftl.regret > 0.45 * T
+    fixed = hedge(U, 0, 1, horizon=T)
+    assert np.all(fixed.cumulative_regret() <= regret_bound_hedge(T, 2, 0, 1) + TOL)
+    anytime = hedge(U, 0, 1)
+    t = np.arange(1, T + 1)
+    assert np.all(anytime.cumulative_regret() <= regret_bound_hedge(t, 2, 0, 1, anytime=True) + TOL)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    data=st.data(),
+    T=st.integers(1, 80),
+    K=st.integers(1, 6),
+    lo=st.floats(-100, 100),
+    width=st.floats(0.5, 50),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_hedge_regret_under_bound_on_any_sequence(data, T, K, lo, width, seed):
+    unit = data.draw(arrays(np.float64, (T, K), elements=st.floats(0, 1)))
+    U = lo + width * unit
+    hi = lo + width
+    fixed = hedge(U, lo, hi, horizon=T, seed=seed)
+    slack = TOL * max(1.0, width * T)
+    assert np.all(fixed.cumulative_regret() <= regret_bound_hedge(T, K, lo, hi) + slack)
+    anytime = hedge(U, lo, hi, seed=seed)
+    t = np.arange(1, T + 1)
+    assert np.all(anytime.cumulative_regret() <= regret_bound_hedge(t, K, lo, hi, anytime=True) + slack)
+    np.testing.assert_allclose(fixed.probabilities.sum(axis=1), 1.0)
+    assert fixed.chosen.min() >= 0 and fixed.chosen.max() < K
+
+
+def test_hedge_probabilities_known_answer():
+    U = np.array([[1.0, 0.0, 0.5], [0.2, 0.9, 0.4], [0.0, 0.0, 1.0]])
+    run = hedge(U, 0.0, 1.0, eta=0.7)
+    L = np.vstack([np.zeros(3), np.cumsum(1.0 - U, axis=0)[:-1]])
+    w = np.exp(-0.7 * L)
+    np.testing.assert_allclose(run.probabilities, w / w.sum(axis=1, keepdims=True))
+    np.testing.assert_allclose(run.utility_expected, (run.probabilities * U).sum(axis=1))
+    np.testing.assert_allclose(run.utility_chosen, U[np.arange(3), run.chosen])
+    anytime = hedge(U, 0.0, 1.0)
+    np.testing.assert_allclose(anytime.eta, np.sqrt(8 * math.log(3) / np.arange(1, 4)))
+    assert hedge(U, 0.0, 1.0, horizon=10).eta == pytest.approx(np.full(3, math.sqrt(8 * math.log(3) / 10)))
+
+
+def test_hedge_is_stable_with_huge_cumulative_losses():
+    rng = np.random.default_rng(3)
+    U = rng.uniform(0, 1, size=(5000, 4))
+    run = hedge(U, 0.0, 1.0, eta=50.0)  # exp(-50 * 2500) underflows without log-sum-exp
+    assert np.all(np.isfinite(run.probabilities))
+    np.testing.assert_allclose(run.probabilities.sum(axis=1), 1.0)
+
+
+# --------------------------------------------------------------------------- Hedge: stochastic pools
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_hedge_concentrates_on_the_best_member(seed):
+    U = stochastic(seed)
+    run = hedge(U, 0.0, 1.0, seed=seed)
+    assert run.best_member == 0
+    assert run.probabilities[0, 0] == pytest.approx(1 / 3)
+    assert run.probabilities[-1, 0] > 0.99
+    assert np.all(np.diff(run.probabilities[100:, 0]) > -0.05)  # no relapse once it has learnt
+    t = np.arange(1, run.rounds + 1)
+    assert loglog_slope(t, run.cumulative_regret()) <= 0.6
+    assert run.regret <= regret_bound_hedge(run.rounds, 3, 0, 1, anytime=True)
+
+
+# ------------------------------------------------------------------------------------------------ EXP3
+
+
+def test_exp3_sublinear_and_worse_than_hedge():
+    T = 2000
+    exp3_curves, hedge_final = [], []
+    for seed in range(4):
+        U = stochastic(100 + seed, T=T)
+        e = exp3(U, 0.0, 1.0, seed=seed)
+        h = hedge(U, 0.0, 1.0, seed=seed)
+        assert e.regret > h.regret  # full information helps on every pool
+        assert e.regret <= regret_bound_exp3(T, 3, 0, 1, anytime=True)
+        exp3_curves.append(e.cumulative_regret())
+        hedge_final.append(h.regret)
+    mean_curve = np.mean(exp3_curves, axis=0)
+    slope = loglog_slope(np.arange(1, T + 1), mean_curve)
+    assert slope < 0.75
+    assert mean_curve[-1] > 5 * np.mean(hedge_final)
+
+
+def test_exp3_uses_only_the_chosen_members_utility():
+    U = stochastic(7, T=300)
+    run = exp3(U, 0.0, 1.0, seed=5)
+    rng = np.random.default_rng(11)
+    other = rng.uniform(0, 1, size=U.shape)
+    other[np.arange(len(U)), run.chosen] = U[np.arange(len(U)), run.chosen]
+    again = exp3(other, 0.0, 1.0, seed=5)
+    np.testing.assert_array_equal(again.chosen, run.chosen)
+    np.testing.assert_allclose(again.probabilities, run.probabilities)
+
+
+def test_exp3_learning_rates_and_exploration():
+    U = stochastic(1, T=50)
+    assert exp3(U, 0, 1, horizon=50).eta == pytest.approx(np.full(50, math.sqrt(2 * math.log(3) / (50 * 3))))
+    np.testing.assert_allclose(exp3(U, 0, 1).eta, np.sqrt(math.log(3) / (np.arange(1, 51) * 3)))
+    run = exp3(U, 0, 1, gamma=0.3, eta=5.0)
+    assert run.gamma == 0.3
+    assert run.probabilities.min() >= 0.1 - TOL  # gamma / K
+    uniform = exp3(U, 0, 1, gamma=1.0)
+    np.testing.assert_allclose(uniform.probabilities, 1 / 3)
+
+
+# -------------------------------------------------------------------------------------- determinism
+
+
+def test_determinism_and_seed_effects():
+    U = np.full((200, 3), 0.5)  # equal members: the weights stay uniform and only the seed decides
+    a, b = hedge(U, 0, 1, seed=42), hedge(U, 0, 1, seed=42)
+    np.testing.assert_array_equal(a.chosen, b.chosen)
+    assert a.seed == 42
+    assert any(not np.array_equal(a.chosen, hedge(U, 0, 1, seed=s).chosen) for s in range(3))
+    V = stochastic(4, T=150)
+    np.testing.assert_array_equal(hedge(V, 0, 1, seed=1).probabilities, hedge(V, 0, 1, seed=99).probabilities)
+    e1, e2 = exp3(V, 0, 1, seed=8), exp3(V, 0, 1, seed=8)
+    np.testing.assert_array_equal(e1.chosen, e2.chosen)
+    np.testing.assert_array_equal(e1.probabilities, e2.probabilities)
+
+
+# ------------------------------------------------------------------------------------- SelectionRun
+
+
+def test_run_result_and_frame():
+    U = stochastic(2, T=30)
+    run = hedge(U, 0, 1, names=("cheap", "mid", "safe"))
+    assert isinstance(run, SelectionRun) and run.algorithm == "hedge"
+    with pytest.raises(Exception):
+        run.seed = 3  # frozen
+    with pytest.raises(ValueError):
+        run.probabilities[0, 0] = 1.0  # read-only
+    best_cum = np.cumsum(U, axis=0).max(axis=1)
+    np.testing.assert_allclose(run.cumulative_regret(), best_cum - np.cumsum(run.utility_expected))
+    np.testing.assert_allclose(run.cumulative_regret(expected=False), best_cum - np.cumsum(run.utility_chosen))
+    assert run.regret == pytest.approx(run.cumulative_regret()[-1])
+    df = run.to_frame()
+    assert len(df) == 30
+    assert list(df.columns[:6]) == ["round", "chosen", "member", "utility_chosen", "utility_expected", "regret"]
+    assert [c for c in df.columns if c.startswith("weight_")] == ["weight_cheap", "weight_mid", "weight_safe"]
+    assert df["round"].tolist() == list(range(1, 31))
+    np.testing.assert_allclose(df[["weight_cheap", "weight_mid", "weight_safe"]].sum(axis=1), 1.0)
+    assert list(hedge(U, 0, 1).to_frame().columns[-3:]) == ["weight_m0", "weight_m1", "weight_m2"]
+
+
+def test_single_member_pool_has_zero_regret():
+    U = stochastic(0, T=20)[:, :1]
+    for run in (hedge(U, 0, 1), hedge(U, 0, 1, horizon=20), exp3(U, 0, 1)):
+        np.testing.assert_allclose(run.probabilities, 1.0)
+        assert run.regret == pytest.approx(0.0)
+
+
+# ------------------------------------------------------------------------------------------ bad input
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: hedge([[0.1, np.nan], [0.2, 0.3]], 0, 1), r"NaN.*round 0, member 1"),
+        (lambda: exp3([[0.1, 0.2], [np.inf, 0.3]], 0, 1), r"round 1, member 0 \(infinite\)"),
+        (lambda: hedge([0.1, 0.2, 0.3], 0, 1), r"shape \(rounds, K\).*\(3,\)"),
+        (lambda: hedge(np.zeros((2, 2, 2)), 0, 1), r"shape \(rounds, K\)"),
+        (lambda: hedge(np.zeros((5, 0)), 0, 1), r"at least one member.*K=0"),
+        (lambda: hedge(np.zeros((0, 3)), 0, 1), r"at least one round"),
+        (lambda: hedge([["a", "b"]], 0, 1), r"numeric"),
+        (lambda: hedge(np.zeros((3, 2)), 1, 1), r"lo < hi.*lo=1.0, hi=1.0"),
+        (lambda: losses_from_utilities(np.zeros((3, 2)), 2, 1), r"lo < hi"),
+        (lambda: hedge(np.zeros((3, 2)), 0, np.nan), r"finite"),
+        (lambda: hedge(np.zeros((3, 2)), 0, 1, eta=0), r"eta must be a finite positive"),
+        (lambda: hedge(np.zeros((3, 2)), 0, 1, eta=-1.0), r"eta must be a finite positive"),
+        (lambda: exp3(np.zeros((3, 2)), 0, 1, eta=float("nan")), r"eta must be a finite positive"),
+        (lambda: hedge(np.zeros((3, 2)), 0, 1, horizon=2), r"horizon=2 is shorter than the 3 rounds"),
+        (lambda: hedge(np.zeros((3, 2)), 0, 1, horizon=0), r"horizon must be a positive integer"),
+        (lambda: exp3(np.zeros((3, 2)), 0, 1, gamma=1.5), r"gamma must be in \[0, 1\]"),
+        (lambda: hedge(np.zeros((3, 2)), 0, 1, seed=-1), r"seed must be a non-negative integer"),
+        (lambda: hedge(np.zeros((3, 2)), 0, 1, names=("a",)), r"1 names for K=2"),
+        (lambda: hedge(np.zeros((3, 2)), 0, 1, names=("a", "a")), r"distinct"),
+        (lambda: regret_bound_hedge(10, 0, 0, 1), r"K must be a positive integer"),
+        (lambda: regret_bound_hedge(0, 2, 0, 1), r"T must be >= 1"),
+        (lambda: loglog_slope([1, 2, 3], [1, 2]), r"same length"),
+        (lambda: loglog_slope(np.arange(1, 21), np.r_[np.ones(11), -np.ones(9)]), r"at least 3 .* got 2"),
+    ],
+)
+def test_bad_input_gives_policy_error(call, message):
+    with pytest.raises(PolicyError, match=message) as info:
+        call()
+    assert isinstance(info.value, SpotlabError)
+
+
+# -------------------------------------------------------------------------------------- log-log slope
+
+
+def test_loglog_slope_known_answers():
+    t = np.arange(1, 1001)
+    assert loglog_slope(t, 3.0 * np.sqrt(t)) == pytest.approx(0.5, abs=1e-9)
+    assert loglog_slope(t, 0.2 * t) == pytest.approx(1.0, abs=1e-9)
+    assert loglog_slope(t, np.full(t.shape, 4.0)) == pytest.approx(0.0, abs=1e-9)
+    noisy = 2.0 * np.sqrt(t) * np.exp(np.random.default_rng(0).normal(0, 0.05, t.size))
+    assert loglog_slope(t, noisy) == pytest.approx(0.5, abs=0.03)
+    # Non-positive regret is ignored, not an error.
+    mixed = np.where(t % 3 == 0, -1.0, np.sqrt(t))
+    assert loglog_slope(t, mixed, start=1) == pytest.approx(0.5, abs=1e-9)
