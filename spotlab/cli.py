@@ -65,6 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Replay a scheduling policy on a market trace with the spotlab simulator.")
     s.add_argument("--trace", required=True, help="tidy market CSV (.csv/.csv.gz) or sky_spot JSON trace")
     s.add_argument("--windows", help="CSV of windows (window,start_tick,end_tick): one run per row")
+    s.add_argument("--stride-hours", type=_finite("stride", positive=True),
+                   help="cut the trace into jobs one after another: a window of the job's hard-deadline horizon "
+                        "starting every STRIDE hours (the rounds of --policy select; default for select: back to back)")
     s.add_argument("--zone", help="zone to use from a tidy CSV holding several")
     s.add_argument("--policy", required=True, help="policy name (see `spotlab policies`)")
     s.add_argument("--param", action="append", default=[], type=_key_value, metavar="KEY=VALUE",
@@ -132,23 +135,33 @@ def cmd_simulate(args) -> int:
 
     started = time.perf_counter()
     policy_class(args.policy)  # an unknown name fails before any data is read
-    loaded = load_episodes(args.trace, args.windows, args.zone, args.slot_hours, args.json_convention,
-                           args.spot_price, args.on_demand_price)
     job = make_job(args.work_hours, args.deadline_hours, args.hard_deadline_hours, args.restart_overhead_hours,
                    args.gpus, args.gpus_min, args.gpus_max, args.throughput_alpha, args.throughput_beta,
                    args.value, args.miss_penalty)
+    stride = args.stride_hours
+    if stride is None and args.policy == "select" and not args.windows:
+        stride = job.hard_deadline_h  # rounds are jobs one after another
+    if stride is not None and args.windows:
+        raise SpotlabError("give either --windows or --stride-hours, not both")
+    loaded = load_episodes(args.trace, args.windows, args.zone, args.slot_hours, args.json_convention,
+                           args.spot_price, args.on_demand_price, stride_hours=stride,
+                           horizon_hours=job.hard_deadline_h)
     settings = settings_for(args.semantics, loaded.kind, args.billing, args.safety_net)
     params = dict(args.param)
     if args.solver and "solver" in policy_class(args.policy).param_names():
         params.setdefault("solver", args.solver)
     result = run_policy(args.policy, params, loaded.episodes, job, settings, seed=args.seed)
     out = result.metrics()
+    for key in ("rounds", "regret", "regret_slope"):  # policy selection's headline numbers
+        if key in result.policy_report:
+            out[key] = result.policy_report[key]
     out.update({
         "policy_report": result.policy_report,
         "params": params,
         "seed": args.seed,
         "trace": str(args.trace),
         "windows": str(args.windows) if args.windows else None,
+        "stride_hours": stride,
         "slot_hours": loaded.market.slot_hours,
         "semantics": {"billing": settings.billing, "safety_net": settings.safety_net},
         "job": {"work": job.work, "deadline_h": job.deadline_h, "hard_deadline_h": job.hard_deadline_h,

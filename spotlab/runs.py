@@ -36,11 +36,17 @@ def load_episodes(
     convention: str = "preempted",
     spot_price: float | None = None,
     od_price: float | None = None,
+    stride_hours: float | None = None,
+    horizon_hours: float | None = None,
+    history_hours: float = 168.0,
 ) -> LoadedTrace:
     """Load a trace of either format, apply price overrides and cut the windows.
 
     Windows are `[start_tick, end_tick)` in the trace's native ticks; with another slot length they
-    are mapped to the new grid, which must align with them.
+    are mapped to the new grid, which must align with them. Without a windows file, `stride_hours`
+    cuts the trace into jobs one after another: a window of `horizon_hours` (the job's hard deadline)
+    starting every `stride_hours` (the rounds of policy selection). Every window keeps up to
+    `history_hours` of the trace before it, for policies that forecast.
     """
     json_trace = is_json_trace(trace)
     if json_trace:
@@ -50,8 +56,22 @@ def load_episodes(
     market = obs.to_market(slot_hours)
     if spot_price is not None or od_price is not None:
         market = market.with_prices(spot_price, od_price)
+    kind = "sky_spot" if json_trace else "tidy"
+    history = int(round(history_hours / market.slot_hours))
+    if windows is None and stride_hours is not None:
+        if horizon_hours is None:
+            raise TraceError("cutting the trace into jobs needs the job's horizon (its hard deadline)")
+        length = int(np.ceil(horizon_hours / market.slot_hours - 1e-7))
+        stride = int(round(stride_hours / market.slot_hours))
+        if stride < 1:
+            raise TraceError(f"stride {stride_hours:g} h is shorter than one slot of {market.slot_hours:g} h")
+        starts = np.arange(0, len(market) - length + 1, stride, dtype=np.int64)
+        if starts.size == 0:
+            raise TraceError(f"the trace has {len(market)} slots ({len(market) * market.slot_hours:g} h), "
+                             f"shorter than one job's horizon of {horizon_hours:g} h")
+        return LoadedTrace(market, Episodes.from_windows(market, starts, starts + length, history), kind)
     if windows is None:
-        return LoadedTrace(market, Episodes.from_markets([market]), "sky_spot" if json_trace else "tidy")
+        return LoadedTrace(market, Episodes.from_markets([market]), kind)
     native_s = obs.native_step()
     w = load_windows_csv(windows, len(obs.seconds))
     ratio = market.slot_hours * 3600.0 / native_s
@@ -64,7 +84,7 @@ def load_episodes(
         )
     starts = np.round(starts).astype(np.int64)
     stops = np.minimum(np.round(stops).astype(np.int64), len(market))
-    return LoadedTrace(market, Episodes.from_windows(market, starts, stops), "sky_spot" if json_trace else "tidy")
+    return LoadedTrace(market, Episodes.from_windows(market, starts, stops, history), kind)
 
 
 def settings_for(semantics: str, kind: str, billing: str | None = None, safety_net: str | None = None) -> SimSettings:

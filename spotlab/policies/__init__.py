@@ -17,6 +17,7 @@ REGISTRY: dict[str, str] = {
     "uniform_progress": "spotlab.policies.uniform_progress:UniformProgress",
     "optimal": "spotlab.policies.optimal:Optimal",
     "chc": "spotlab.policies.chc:CHC",
+    "select": "spotlab.policies.select:Select",
     "prediction_free": "spotlab.policies.prediction_free:PredictionFree",
 }
 

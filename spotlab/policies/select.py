@@ -1,0 +1,158 @@
+"""A3 — online policy selection over a pool of A1/A2 variants (SPEC §6).
+
+Rounds are jobs, one after another: the episodes of a simulation, in their order. The market is
+exogenous, so once round r is over every pool member can be replayed on it (full information): Hedge
+(exponential weights on utilities normalised to losses in [0, 1], anytime learning rate) picks the
+member for round r from the rounds before it only; EXP3 (`algorithm="exp3"`) is the bandit ablation
+that sees the chosen member's utility only. The regret is measured against the best fixed member in
+hindsight; Hedge's grows like sqrt(T) at worst (slope <= 0.5 on log-log axes).
+
+Implementation: at `reset` every member is simulated on every episode (the replay); the selection
+then runs over the rounds, and `act` plays the chosen member's recorded allocation, which reproduces
+that member's run exactly (same state, same safety net). Members are simulated in parallel (`n_jobs`).
+The normalisation range is [-(miss penalty + N_max on-demand GPUs for the whole horizon at the
+highest on-demand price), V0]: the worst and best a round can end with.
+
+Pools: "default" (15 members: 7 CHC variants spanning w, v, averaging and two predictors, and 8
+prediction-free variants spanning theta and sigma), "quick" (5 cheap members, for tests), or a list of
+(policy name, params) pairs in Python.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..errors import PolicyError
+from ..selection import exp3, hedge, loglog_slope
+from ..simulator import Context, Observation, simulate
+from .base import OnlinePolicy
+
+POOLS: dict[str, list[tuple[str, dict[str, Any]]]] = {
+    "default": [
+        ("chc", {"w": 6, "v": 2, "predictor": "persistence"}),
+        ("chc", {"w": 12, "v": 4, "predictor": "persistence"}),
+        ("chc", {"w": 12, "v": 12, "predictor": "persistence"}),
+        ("chc", {"w": 24, "v": 8, "predictor": "persistence"}),
+        ("chc", {"w": 12, "v": 4, "predictor": "persistence", "averaging": True}),
+        ("chc", {"w": 12, "v": 4, "predictor": "seasonal_naive"}),
+        ("chc", {"w": 24, "v": 8, "predictor": "seasonal_naive"}),
+        ("prediction_free", {"theta": 0.4, "sigma": 0.7}),
+        ("prediction_free", {"theta": 0.4, "sigma": 0.9}),
+        ("prediction_free", {"theta": 0.6, "sigma": 0.7}),
+        ("prediction_free", {"theta": 0.6, "sigma": 0.9}),
+        ("prediction_free", {"theta": 0.8, "sigma": 0.7}),
+        ("prediction_free", {"theta": 0.8, "sigma": 0.9}),
+        ("prediction_free", {"theta": 1.0, "sigma": 0.8}),
+        ("prediction_free", {"theta": 0.5, "sigma": 1.0}),
+    ],
+    "quick": [
+        ("chc", {"w": 4, "v": 2, "predictor": "persistence"}),
+        ("prediction_free", {"theta": 0.4, "sigma": 0.8}),
+        ("prediction_free", {"theta": 0.7, "sigma": 0.8}),
+        ("prediction_free", {"theta": 1.0, "sigma": 1.0}),
+        ("prediction_free", {"theta": 0.2, "sigma": 0.6}),
+    ],
+}
+
+
+def member_label(name: str, params: dict[str, Any]) -> str:
+    inner = ",".join(f"{k}={v}" for k, v in params.items())
+    return f"{name}({inner})"
+
+
+def _replay(name: str, params: dict[str, Any], episodes, job, settings, seed: int):
+    from . import make_policy
+
+    res = simulate(make_policy(name, params), episodes, job, settings, seed)
+    return res.arrays["o"], res.arrays["s"], res.utility
+
+
+class Select(OnlinePolicy):
+    """Pick a pool member per round with Hedge (full information) or EXP3 (bandit)."""
+
+    name = "select"
+
+    def __init__(self, pool: str | Sequence = "default", algorithm: str = "hedge", eta: float | None = None,
+                 seed: int = 0, n_jobs: int = 1) -> None:
+        self.pool = pool
+        self.algorithm = algorithm
+        self.eta = eta
+        self.seed = seed
+        self.n_jobs = n_jobs
+
+    def members(self) -> list[tuple[str, dict[str, Any]]]:
+        from . import REGISTRY
+
+        if isinstance(self.pool, str):
+            if self.pool not in POOLS:
+                raise PolicyError(f"select: unknown pool {self.pool!r}; use one of {', '.join(POOLS)} "
+                                  "or give a list of (policy, params) pairs")
+            return [(n, dict(p)) for n, p in POOLS[self.pool]]
+        out = []
+        for item in self.pool:
+            try:
+                name, params = item
+            except (TypeError, ValueError):
+                raise PolicyError(f"select: pool members are (policy name, params) pairs, got {item!r}") from None
+            if name not in REGISTRY or name in ("select", "optimal"):
+                raise PolicyError(f"select: {name!r} cannot be a pool member (online policies only)")
+            out.append((name, dict(params)))
+        if not out:
+            raise PolicyError("select: the pool is empty")
+        return out
+
+    def reset(self, ctx: Context) -> None:
+        from joblib import Parallel, delayed
+
+        super().reset(ctx)
+        if self.algorithm not in ("hedge", "exp3"):
+            raise PolicyError(f"select: unknown algorithm {self.algorithm!r}; use hedge or exp3")
+        if isinstance(self.n_jobs, bool) or not isinstance(self.n_jobs, int) or self.n_jobs == 0:
+            raise PolicyError(f"select: n_jobs must be a non-zero whole number (got {self.n_jobs!r})")
+        members = self.members()
+        job, ep = ctx.job, ctx.episodes
+        runs = Parallel(n_jobs=self.n_jobs)(
+            delayed(_replay)(n, p, ep, job, ctx.settings, ctx.seed) for n, p in members)
+        U = np.stack([u for _, _, u in runs], axis=1)  # (rounds, K)
+        od_max = float(np.nanmax(ep.od_price))
+        lo = -(max(job.miss_penalty, 0.0) + job.n_max * od_max * ctx.horizon * ep.slot_hours)
+        hi = max(job.value, lo + 1e-9)
+        names = tuple(member_label(n, p) for n, p in members)
+        seed = int(ctx.seed) * 1_000_003 + int(self.seed)
+        algo = hedge if self.algorithm == "hedge" else exp3
+        self.run_ = algo(U, lo, hi, eta=self.eta, seed=seed, names=names)
+        rows = np.arange(ep.n)
+        chosen = self.run_.chosen
+        self.o_ = np.stack([runs[k][0][i] for i, k in zip(rows, chosen)])
+        self.s_ = np.stack([runs[k][1][i] for i, k in zip(rows, chosen)])
+
+    def act(self, obs: Observation):
+        t = obs.t
+        return self.o_[:, t], self.s_[:, t]
+
+    def report(self) -> dict:
+        run = getattr(self, "run_", None)
+        if run is None:
+            return {}
+        regret = run.cumulative_regret(expected=True)
+        rounds = np.arange(1, regret.size + 1)
+        try:
+            slope = loglog_slope(rounds, regret, start=1)
+        except PolicyError:
+            slope = 0.0  # regret never (or hardly ever) above zero: it does not grow
+        U = run.member_utilities
+        return {
+            "algorithm": run.algorithm,
+            "rounds": int(regret.size),
+            "regret": float(regret[-1]),
+            "regret_realised": float(run.cumulative_regret(expected=False)[-1]),
+            "regret_slope": float(slope),
+            "best_member": run.names[run.best_member],
+            "members": list(run.names),
+            "member_mean_utility": [float(v) for v in U.mean(axis=0)],
+            "chosen_counts": [int(c) for c in np.bincount(run.chosen, minlength=U.shape[1])],
+            "final_weights": [float(v) for v in run.probabilities[-1]],
+            "seed": int(run.seed),
+        }
