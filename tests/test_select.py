@@ -1,0 +1,95 @@
+"""A3 policy selection as a policy, and the online policies from the command line (issue: CLI contract)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from spotlab.errors import PolicyError
+from spotlab.experiments.setups import JobSpec, job_episodes
+from spotlab.policies import make_policy
+from spotlab.simulator import simulate
+from spotlab.synthetic import synthetic_market
+
+
+
+def run(*args, check=True):
+    p = subprocess.run([sys.executable, "-m", "spotlab", *map(str, args)], capture_output=True, text=True, timeout=600)
+    if check:
+        assert p.returncode == 0, p.stderr
+    return p
+
+
+@pytest.fixture(scope="module")
+def setup():
+    market = synthetic_market(24 * 12, slot_hours=1.0, requested=4, od_price=3.0, regime="volatile", seed=11)
+    job = JobSpec(deadline_h=8, n_max=4, load=0.5).job(market)
+    episodes = job_episodes(market, job, stride_hours=2, history_hours=24, max_jobs=60)
+    return market, job, episodes
+
+
+def test_select_plays_the_chosen_member_and_reports_regret(setup):
+    _, job, episodes = setup
+    policy = make_policy("select", {"pool": "quick"})
+    res = simulate(policy, episodes, job, seed=3)
+    run_ = policy.run_
+    U = run_.member_utilities
+    assert U.shape == (episodes.n, 5)
+    # replaying the chosen member reproduces its run exactly
+    np.testing.assert_allclose(res.utility, U[np.arange(episodes.n), run_.chosen], rtol=1e-9, atol=1e-9)
+    rep = res.policy_report
+    assert rep["rounds"] == episodes.n and rep["seed"] == run_.seed
+    best_total = U.sum(axis=0).max()
+    assert rep["regret"] == pytest.approx(best_total - run_.utility_expected.sum())
+    assert np.isfinite(rep["regret_slope"])
+    # the same seed gives the same choices
+    again = make_policy("select", {"pool": "quick"})
+    simulate(again, episodes, job, seed=3)
+    np.testing.assert_array_equal(again.run_.chosen, run_.chosen)
+
+
+def test_exp3_and_custom_pool(setup):
+    _, job, episodes = setup
+    pool = [("prediction_free", {"theta": 0.5}), ("uniform_progress", {}), ("greedy", {})]
+    policy = make_policy("select", {"pool": pool, "algorithm": "exp3"})
+    res = simulate(policy, episodes, job)
+    assert res.policy_report["algorithm"] == "exp3"
+    assert len(res.policy_report["members"]) == 3
+
+
+@pytest.mark.parametrize("params, msg", [
+    ({"pool": "nope"}, "unknown pool 'nope'"),
+    ({"pool": [("optimal", {})]}, "'optimal' cannot be a pool member"),
+    ({"pool": []}, "the pool is empty"),
+    ({"algorithm": "ucb"}, "unknown algorithm 'ucb'"),
+])
+def test_bad_select_parameters(setup, params, msg):
+    _, job, episodes = setup
+    with pytest.raises(PolicyError, match=msg):
+        simulate(make_policy("select", params), episodes, job)
+
+
+def test_cli_runs_the_online_policies(dataset, tmp_path):
+    trace = dataset("markets/gcp_h100_probes.csv.gz")
+    base = ["simulate", "--trace", trace, "--zone", "us-central1-a", "--slot-hours", 1, "--work-hours", 24,
+            "--deadline-hours", 8, "--hard-deadline-hours", 10, "--gpus-min", 2, "--gpus-max", 8,
+            "--throughput-alpha", 1.0, "--throughput-beta", 0.5, "--restart-overhead-hours", 0.2,
+            "--value", 300, "--miss-penalty", 100, "--json"]
+    out = json.loads(run(*base, "--policy", "select", "--param", "pool=quick", "--stride-hours", 24).stdout)
+    for key in ("rounds", "regret", "regret_slope", "mean_utility", "mean_cost", "deadline_met_fraction"):
+        assert key in out, key
+    assert out["rounds"] == out["runs"] > 5
+    out = json.loads(run(*base, "--policy", "chc", "--param", "w=6", "--param", "v=2",
+                         "--param", "predictor=persistence", "--stride-hours", 48).stdout)
+    assert out["policy"] == "chc" and out["policy_report"]["solves"] > 0
+    assert out["hard_deadline_met_fraction"] == 1.0
+    out = json.loads(run(*base, "--policy", "prediction_free", "--param", "theta=0.5").stdout)
+    assert out["policy"] == "prediction_free" and out["runs"] == 1
+    bad = run(*base, "--policy", "chc", "--param", "predictor=crystal_ball", check=False)
+    assert bad.returncode == 2 and "unknown predictor 'crystal_ball'" in bad.stderr
+    bad = run(*base, "--policy", "select", "--stride-hours", 1, "--windows", tmp_path / "w.csv", check=False)
+    assert bad.returncode == 2 and "not both" in bad.stderr
