@@ -16,6 +16,8 @@ instead of the point forecast. The reference price of the terminal value is the 
 cheapest way to run: the mean forecast spot price over the window's slots where spot is forecast
 usable, weighted by that fraction, and the on-demand price for the rest [ours].
 
+Window problems are solved to a 1% gap by default: the plan is only as good as its forecasts, and on
+multi-GPU jobs a 0.1% gap costs ~25x more time for ~0.2% of utility (benchmarks/bench_chc.py).
 A window solve that fails (time limit without a schedule, solver error) falls back to Uniform Progress
 for that slot; the deadline safety net of the simulator applies to every slot. `report()` says how many
 solves, how long they took and how often the fallback was used.
@@ -54,8 +56,8 @@ class CHC(OnlinePolicy):
         refit_hours: float = 24.0,
         train_hours: float = 168.0,
         solver: str = "glpk",
-        time_limit: float = 10.0,
-        mip_gap: float = 1e-3,
+        time_limit: float = 5.0,
+        mip_gap: float = 1e-2,
         seed: int = 0,
     ) -> None:
         self.w = w

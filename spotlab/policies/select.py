@@ -13,8 +13,8 @@ that member's run exactly (same state, same safety net). Members are simulated i
 The normalisation range is [-(miss penalty + N_max on-demand GPUs for the whole horizon at the
 highest on-demand price), V0]: the worst and best a round can end with.
 
-Pools: "default" (15 members: 7 CHC variants spanning w, v, averaging and two predictors, and 8
-prediction-free variants spanning theta and sigma), "quick" (5 cheap members, for tests), or a list of
+Pools: "default" (15 members: 5 CHC variants spanning w, v and two predictors, and 10 prediction-free
+variants spanning theta and sigma; the CHC members dominate the cost, a window solve each v slots), "quick" (5 cheap members, for tests), or a list of
 (policy name, params) pairs in Python.
 """
 
@@ -34,18 +34,18 @@ POOLS: dict[str, list[tuple[str, dict[str, Any]]]] = {
         ("chc", {"w": 6, "v": 2, "predictor": "persistence"}),
         ("chc", {"w": 12, "v": 4, "predictor": "persistence"}),
         ("chc", {"w": 12, "v": 12, "predictor": "persistence"}),
-        ("chc", {"w": 24, "v": 8, "predictor": "persistence"}),
-        ("chc", {"w": 12, "v": 4, "predictor": "persistence", "averaging": True}),
         ("chc", {"w": 12, "v": 4, "predictor": "seasonal_naive"}),
-        ("chc", {"w": 24, "v": 8, "predictor": "seasonal_naive"}),
+        ("chc", {"w": 24, "v": 8, "predictor": "persistence"}),
         ("prediction_free", {"theta": 0.4, "sigma": 0.7}),
         ("prediction_free", {"theta": 0.4, "sigma": 0.9}),
         ("prediction_free", {"theta": 0.6, "sigma": 0.7}),
         ("prediction_free", {"theta": 0.6, "sigma": 0.9}),
         ("prediction_free", {"theta": 0.8, "sigma": 0.7}),
         ("prediction_free", {"theta": 0.8, "sigma": 0.9}),
-        ("prediction_free", {"theta": 1.0, "sigma": 0.8}),
+        ("prediction_free", {"theta": 1.0, "sigma": 0.7}),
+        ("prediction_free", {"theta": 1.0, "sigma": 0.9}),
         ("prediction_free", {"theta": 0.5, "sigma": 1.0}),
+        ("prediction_free", {"theta": 0.3, "sigma": 0.8}),
     ],
     "quick": [
         ("chc", {"w": 4, "v": 2, "predictor": "persistence"}),
@@ -75,7 +75,7 @@ class Select(OnlinePolicy):
     name = "select"
 
     def __init__(self, pool: str | Sequence = "default", algorithm: str = "hedge", eta: float | None = None,
-                 seed: int = 0, n_jobs: int = 1) -> None:
+                 seed: int = 0, n_jobs: int = -1) -> None:
         self.pool = pool
         self.algorithm = algorithm
         self.eta = eta

@@ -1,0 +1,190 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#   kernelspec: {display_name: Python 3, language: python, name: python3}
+# ---
+
+# %% [markdown]
+# # 06 — Online policy selection (A3): weights and regret over rounds
+#
+# SPEC §6 (A3) and §7 item 6. Jobs run one after another on one market (a round is a job, a new job every
+# `stride_hours`); before each round A3 picks a member of the pool (CHC variants and prediction-free
+# variants) from the rounds before it. Because the market is exogenous, every member is replayed on
+# every round (full information) and Hedge learns from all of them; EXP3, the bandit ablation, sees only
+# the member it ran. The paper claims a regret of O(√T) against the best fixed pool member in hindsight:
+# on log-log axes the regret should grow with a slope of at most about 0.5.
+#
+# Default: the AWS V100 p3.2xlarge trace (the one with real per-tick spot prices) at 1 h slots, a job
+# every 2 h, the 15-member default pool: several hundred rounds. Quick: a synthetic market, the 5-member
+# quick pool, a dozen rounds.
+
+# %% tags=["parameters"]
+out_dir = "paper_figures"
+quick = False  # synthetic calm market, quick pool, 12 rounds: a smoke run in seconds
+market = "v100_prices"  # a key of spotlab.experiments.setups.MARKETS
+pool = "default"  # "default" (15 members), "quick" (5) or a list of (policy, params)
+algorithms = ["hedge", "exp3"]  # the first one drives the replay; the others reuse the same utilities
+stride_hours = 2.0  # a new job every stride_hours
+max_jobs = None  # None: every job window of the trace
+slot_hours = 1.0
+seed = 0
+n_jobs = 2  # parallel workers replaying the pool members
+deadline_h = 12.0  # the job (setups.JobSpec): soft deadline, the rest default
+resume = True  # reuse 06_selection_rounds.csv when it was written with the same parameters
+
+# %%
+import json
+import time
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
+from IPython.display import display
+
+from spotlab.experiments import comparison as cmp
+from spotlab.experiments import figures as figs
+from spotlab.experiments import setups
+
+sns.set_theme(style="whitegrid", context="notebook")
+out = Path(out_dir)
+out.mkdir(parents=True, exist_ok=True)
+if quick:
+    market, pool, stride_hours, max_jobs = "calm", "quick", 6.0, 12
+spec = setups.JobSpec(deadline_h=deadline_h)
+save = figs.saver(out, "06")
+params = {"market": market, "pool": pool, "algorithms": list(algorithms), "stride_hours": stride_hours,
+          "max_jobs": max_jobs, "slot_hours": slot_hours, "seed": seed, "deadline_h": deadline_h,
+          "hours": 24 * 11 if quick else 24 * 21}
+
+# %% [markdown]
+# ## Run the selection
+#
+# The per-round frame (weights before each round, member drawn, every member's utility, cumulative
+# expected regret) is written to `06_selection_rounds.csv`, the summary to `06_selection_summary.json`.
+# A re-run with the same parameters reads them back instead of replaying the pool.
+
+# %%
+rounds_csv, summary_json = out / "06_selection_rounds.csv", out / "06_selection_summary.json"
+cached = (resume and rounds_csv.exists() and summary_json.exists()
+          and json.loads(summary_json.read_text()).get("params") == json.loads(json.dumps(params)))
+tic = time.perf_counter()
+if cached:
+    frame = pd.read_csv(rounds_csv)
+    summary = pd.DataFrame(json.loads(summary_json.read_text())["summary"])
+else:
+    frame, summary = cmp.selection_runs(market, spec, pool=pool, algorithms=algorithms, stride_hours=stride_hours,
+                                        max_jobs=max_jobs, seed=seed, n_jobs=n_jobs, slot_hours=slot_hours,
+                                        hours=params["hours"])
+    frame.to_csv(rounds_csv, index=False)
+    summary_json.write_text(json.dumps({"params": params, "summary": summary.to_dict(orient="records")},
+                                       indent=1, default=str))
+print(f"{'read back' if cached else 'computed'} in {time.perf_counter() - tic:.1f} s")
+for r in summary.itertuples():
+    print(f"{r.algorithm:6s}: {r.rounds} rounds, final expected regret {r.regret:.1f} USD "
+          f"({r.regret_per_round:.2f} per round), log-log slope {r.regret_slope:.2f}, "
+          f"anytime Hedge bound at T {r.bound_hedge:.0f}; best member {r.best_member}")
+display(summary[["algorithm", "rounds", "members", "regret", "regret_per_round", "regret_slope", "bound_hedge",
+                 "best_member", "best_member_mean_utility", "selector_mean_utility", "most_chosen"]].round(3))
+
+# %% [markdown]
+# ## Weights over rounds (Hedge)
+#
+# Stacked: the probability Hedge gives each pool member before each round (members labelled; CHC
+# variants in blues, prediction-free variants in oranges). Early on the weights are near uniform; as
+# the cumulative losses separate they concentrate on the members that have done best so far. The
+# black dots (top) mark the member of each round that is best in hindsight so far.
+
+# %%
+algo0 = algorithms[0]
+hf = frame[frame["algorithm"] == algo0].sort_values("round")
+wcols = [c for c in hf.columns if c.startswith("weight_")]
+names = [c.removeprefix("weight_") for c in wcols]
+n_chc = sum(n.startswith("chc") for n in names)
+colors = (sns.color_palette("Blues_d", max(n_chc, 1))[:n_chc]
+          + sns.color_palette("Oranges_d", max(len(names) - n_chc, 1))[:len(names) - n_chc])
+order = [i for i, n in enumerate(names) if n.startswith("chc")] + [i for i, n in enumerate(names)
+                                                                  if not n.startswith("chc")]
+fig, ax = plt.subplots(figsize=(11, 4.8))
+ax.stackplot(hf["round"], *[hf[wcols[i]] for i in order], labels=[names[i] for i in order], colors=colors,
+             alpha=0.9)
+ax.set_xlim(hf["round"].min(), hf["round"].max())
+ax.set_ylim(0, 1)
+ax.set_xlabel("round (job)")
+ax.set_ylabel(f"{algo0} probability before the round")
+row0 = summary.iloc[0]
+ax.set_title(f"A3 ({algo0}) weights over {int(row0['rounds'])} jobs on {market} "
+             f"(stride {stride_hours:g} h, pool {pool if isinstance(pool, str) else 'custom'})", fontsize=10)
+ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=7)
+fig.tight_layout()
+weights = hf[["round", "window", "member", "best_member_so_far"] + wcols]
+save(fig, weights, "weights")
+plt.show()
+
+# %% [markdown]
+# ## Regret vs rounds, log-log, Hedge vs EXP3
+#
+# Cumulative expected regret against the best fixed member so far (USD; rounds where it is not positive
+# are not drawn on log axes). Dashed: a √T reference line through Hedge's regret at the last round (slope
+# 0.5); dotted: the anytime Hedge worst-case bound (Cesa-Bianchi & Lugosi Thm 2.3), which holds for any
+# market but is loose. The legend gives each algorithm's least-squares log-log slope; the paper's claim
+# is O(√T), i.e. a slope of at most about 0.5 (a slope well below 0.5 means the selector has locked onto
+# the best member and its regret stopped growing).
+
+# %%
+fig, ax = plt.subplots(figsize=(7.5, 5))
+pal = dict(zip(algorithms, sns.color_palette(n_colors=len(algorithms))))
+for algo in algorithms:
+    g = frame[frame["algorithm"] == algo].sort_values("round")
+    s = summary.set_index("algorithm").loc[algo]
+    pos = g["regret"] > 0
+    slope = f"{s['regret_slope']:.2f}" if np.isfinite(s["regret_slope"]) else "n/a"
+    ax.plot(g.loc[pos, "round"], g.loc[pos, "regret"], marker="o" if len(g) < 40 else None, ms=3,
+            color=pal[algo], label=f"{algo}: slope {slope} (fit from round {int(s['slope_start'])})")
+T = hf["round"].to_numpy(dtype=float)
+last = hf["regret"].iloc[-1]
+if last > 0:
+    ax.plot(T, last * np.sqrt(T / T[-1]), ls="--", color="k", lw=1, label=r"$\sqrt{T}$ reference (slope 0.5)")
+ax.plot(T, hf["bound_hedge"], ls=":", color="grey", lw=1.2, label="Hedge worst-case bound (anytime)")
+ax.set_xscale("log")
+ax.set_yscale("log")
+ax.set_xlabel("rounds T (jobs)")
+ax.set_ylabel("cumulative expected regret (USD)")
+ax.set_title(f"Regret of A3 vs the best fixed pool member, {market}", fontsize=10)
+ax.legend(fontsize=8)
+fig.tight_layout()
+regret = frame[["algorithm", "round", "regret", "regret_realised", "utility_expected", "bound_hedge"]]
+save(fig, regret, "regret_loglog")
+plt.show()
+
+# %% [markdown]
+# ## Which members were run
+#
+# How often each algorithm ran each member, next to each member's mean utility over all rounds: Hedge
+# concentrates on the best members; EXP3, which only sees what it runs, spreads its choices more.
+
+# %%
+counts = pd.DataFrame({r.algorithm: pd.Series(r.chosen_counts) for r in summary.itertuples()})
+ucols = [f"utility_{n}" for n in names]
+counts["mean_utility"] = hf[ucols].mean().to_numpy()
+counts.index.name = "member"
+counts = counts.reset_index().sort_values("mean_utility", ascending=False)
+fig, ax = plt.subplots(figsize=(9, 0.35 * len(counts) + 1.5))
+y = np.arange(len(counts))
+h = 0.8 / len(algorithms)
+for i, algo in enumerate(algorithms):
+    ax.barh(y + i * h, counts[algo], height=h, color=pal[algo], label=algo)
+ax.set_yticks(y + 0.4 - h / 2, [f"{m}  (mean U {u:.0f})" for m, u in zip(counts["member"], counts["mean_utility"])],
+              fontsize=7)
+ax.invert_yaxis()
+ax.set_xlabel("rounds in which the member was run")
+ax.legend(fontsize=8)
+fig.tight_layout()
+save(fig, counts, "member_choices")
+plt.show()
+display(counts.round(2))
