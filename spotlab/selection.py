@@ -14,6 +14,8 @@ References:
   and Thm 2.3 (time-varying η_t).
 - S. Bubeck, N. Cesa-Bianchi, *Regret Analysis of Stochastic and Nonstochastic Multi-armed Bandit
   Problems*, Found. Trends ML 5(1), 2012, §3.1 (loss-based EXP3, Thm 3.1 and its anytime variant).
+- S. de Rooij, T. van Erven, P. Grünwald, W. Koolen, *Follow the Leader If You Can, Hedge If You Must*,
+  JMLR 15, 2014 (AdaHedge: the learning rate from the observed mixability gap).
 - P. Auer, N. Cesa-Bianchi, Y. Freund, R. Schapire, *The Nonstochastic Multiarmed Bandit Problem*,
   SIAM J. Comput. 32(1), 2002 (explicit uniform exploration γ).
 """
@@ -33,6 +35,7 @@ __all__ = [
     "SelectionRun",
     "losses_from_utilities",
     "hedge",
+    "adahedge",
     "exp3",
     "regret_bound_hedge",
     "regret_bound_exp3",
@@ -309,6 +312,63 @@ def hedge(
     chosen = _draw(p, rng.random(rounds))
     return SelectionRun(
         algorithm="hedge",
+        member_utilities=arr,
+        probabilities=p,
+        chosen=chosen,
+        utility_chosen=arr[np.arange(rounds), chosen],
+        utility_expected=np.einsum("tk,tk->t", p, arr),
+        eta=etas,
+        seed=seed,
+        lo=lo,
+        hi=hi,
+        names=names_t,
+    )
+
+
+def adahedge(U, lo: float, hi: float, seed: int = 0, names: Sequence[str] | None = None) -> SelectionRun:
+    """Hedge with the AdaHedge learning rate (de Rooij et al. 2014): ``η_t = ln K / Δ_{t-1}``, where Δ is
+    the cumulative mixability gap (expected loss minus mix loss) of the rounds so far.
+
+    Why: the worst-case rates of `hedge` are tuned to losses spread over the whole range [lo, hi], but the
+    members of a pool usually differ by a few percent of it, so those rates barely move the weights in a
+    few hundred rounds. AdaHedge adapts to the losses actually seen: it plays follow-the-leader while that
+    is safe (Δ = 0, η = ∞) and never does worse than a constant times Hedge's bound,
+    regret <= 2 sqrt(L* (T - L*) ln K / T) + (16/3) ln K + 2 in [0, 1] losses (L* the best member's loss;
+    their Thm 8), scaled by (hi - lo).
+    """
+    lo, hi = _check_range(lo, hi)
+    arr = _check_utilities(U)
+    seed = _check_seed(seed)
+    rounds, k = arr.shape
+    names_t = _check_names(names, k)
+    loss = losses_from_utilities(arr, lo, hi)
+    ln_k = math.log(k)
+    cum = np.zeros(k)
+    gap = 0.0
+    p = np.empty((rounds, k))
+    etas = np.empty(rounds)
+    for t in range(rounds):
+        eta = math.inf if gap <= 0 else ln_k / gap
+        if math.isinf(eta):
+            lead = (cum <= cum.min() + 1e-12).astype(float)
+            pt = lead / lead.sum()
+        else:
+            z = np.exp(-eta * (cum - cum.min()))
+            pt = z / z.sum()
+        lt = loss[t]
+        expected = float(pt @ lt)
+        if math.isinf(eta):
+            mix = float(lt[pt > 0].min())
+        else:
+            base = float(lt.min())
+            mix = base - math.log(float(pt @ np.exp(-eta * (lt - base)))) / eta
+        gap += max(expected - mix, 0.0)
+        cum += lt
+        p[t], etas[t] = pt, eta
+    rng = np.random.default_rng(seed)
+    chosen = _draw(p, rng.random(rounds))
+    return SelectionRun(
+        algorithm="adahedge",
         member_utilities=arr,
         probabilities=p,
         chosen=chosen,

@@ -13,6 +13,7 @@ from joblib import Parallel, delayed
 from tqdm.auto import tqdm
 
 from ..optimum import OptimumProblem
+from ..parallel import worker_count
 from ..registry import Params
 from ..optimum.solve import DEFAULT_GAP
 from ..simulator import Context, Observation
@@ -38,7 +39,7 @@ class Optimal(Params):
         ep, H = ctx.episodes, ctx.horizon
         problem = OptimumProblem(ctx.job, H, ep.slot_hours, self.must_finish)
         W = ep.n
-        jobs = 1 if W < 4 else self.n_jobs
+        jobs = 1 if W < 4 else worker_count(self.n_jobs)
         chunks = np.array_split(np.arange(W), max(1, min(W, 4 * (2 if jobs == -1 else max(jobs, 1)))))
         args = [(problem, ep.avail[c, :H], ep.spot_price[c, :H], ep.od_price[c, :H],
                  self.solver, self.time_limit, self.mip_gap) for c in chunks if c.size]
