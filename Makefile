@@ -30,6 +30,8 @@ test: setup
 bench: setup
 	$(PY) benchmarks/bench_simulator.py
 	$(PY) benchmarks/bench_optimum.py
+	$(PY) benchmarks/bench_chc.py
+	$(PY) benchmarks/bench_predict.py
 
 clean:
 	rm -rf build .pytest_cache .hypothesis

@@ -30,6 +30,7 @@ quick_zones = 2  # zones per file when quick
 quick_hours = 96.0  # hours of each trace when quick
 acf_max_lag_hours = 48.0
 job_gpu_hours = 100.0  # job size used to express the price error in dollars
+quantiles = [0.5, 0.9]  # probabilities of the assured forecasts whose calibration is checked
 
 # %%
 import time
@@ -129,7 +130,7 @@ plt.show()
 
 # %%
 tic = time.perf_counter()
-errors, plan = pr.forecast_errors(files, slot_hours_list, model_list, horizons, zones_limit, span_hours,
+errors, plan = pr.forecast_errors(files, slot_hours_list, model_list, horizons, zones_limit, span_hours, quantiles=quantiles,
                                   n_jobs=n_jobs, train_hours=train_hours, refit_hours=refit_hours)
 elapsed = time.perf_counter() - tic
 print(f"rolling evaluation: {elapsed:.1f} s, {len(errors)} rows, models: {', '.join(model_list)}")
@@ -229,3 +230,38 @@ save(fig, summ, "error_meaning")
 meaning.to_csv(out / "02_error_meaning_by_zone.csv", index=False)
 plt.show()
 display(summ.round(4))
+
+# %% [markdown]
+# ## (e) Calibration of the quantile forecasts
+#
+# A scheduler may plan on the GPUs it can count on with probability q ("assured" availability: the model's
+# (1 - q)-quantile, rounded down) or on the price that is not exceeded with probability q. Calibrated
+# forecasts are achieved in a share q of the outcomes: the dashed lines. Coverage above q is a safe but
+# wasteful forecast, below q an over-confident one. Mean over zones, per model, horizon and slot length.
+
+# %%
+cover_cols = [f"cover_q{q:g}" for q in quantiles]
+cal = (errors.melt(id_vars=["dataset", "target", "slot_hours", "model", "h", "horizon_hours"],
+                   value_vars=cover_cols, var_name="level", value_name="coverage")
+       .assign(q=lambda d: d["level"].str.removeprefix("cover_q").astype(float))
+       .groupby(["dataset", "target", "slot_hours", "model", "q", "h", "horizon_hours"], sort=False)["coverage"]
+       .mean().reset_index())
+fig, axes = plt.subplots(1, len(combos), figsize=(4.3 * len(combos), 4.0), squeeze=False)
+for ax, (key, target) in zip(axes[0], combos):
+    sub = cal[(cal["dataset"] == key) & (cal["target"] == target)]
+    for (model, q), g in sub.groupby(["model", "q"], sort=False):
+        g = g.groupby("horizon_hours")["coverage"].mean()
+        ax.plot(g.index, g.values, color=palette[model], ls="-" if q == max(quantiles) else "-.", lw=1.2,
+                label=f"{model} q={q:g}")
+    for q in quantiles:
+        ax.axhline(q, color="grey", ls="--", lw=0.8)
+    horizon_axis(ax)
+    ax.set_ylim(0, 1.02)
+    ax.set_ylabel("share of outcomes achieved")
+    ax.set_title(f"{files[key].title}\n{target}: coverage of assured forecasts", fontsize=9, loc="left")
+handles, labels = axes[0][0].get_legend_handles_labels()
+fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(len(labels), 6), fontsize=8)
+fig.tight_layout()
+save(fig, cal, "quantile_calibration")
+plt.show()
+display(cal.groupby(["target", "model", "q"])["coverage"].mean().unstack("q").round(3))

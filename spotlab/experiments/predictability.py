@@ -131,11 +131,13 @@ def forecast_errors(
     refit_hours: float = 24.0,
     min_origins: int = 24,
     progress: bool = True,
+    quantiles: Sequence[float] = (0.9,),
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Rolling-origin MAE / RMSE per (dataset, slot_hours, target, zone, model, h), and the plan.
 
     Returns `(errors, plan)`: `errors` has the columns of `evaluate_zones` (mae, skill_mae, rmse, smape, hit
-    rates, timings) plus dataset, slot_hours, target, requested (GPUs, availability) and mean_price (price);
+    rates, `cover_q<q>` / `pinball_q<q>` of the assured forecasts at each probability in `quantiles`, timings)
+    plus dataset, slot_hours, target, requested (GPUs, availability) and mean_price (price);
     `plan` is `evaluation_plan`, whose skipped rows say which combinations had too little history and why.
     """
     from tqdm.auto import tqdm
@@ -147,7 +149,8 @@ def forecast_errors(
     for row in tqdm(list(todo.itertuples(index=False)), desc="forecast errors", disable=not progress):
         zones = by_slot[row.slot_hours][row.dataset]
         res = evaluate_zones(zones, row.models.split(","), n_jobs=n_jobs, horizons=tuple(horizons), target=row.target,
-                             train_slots=int(row.train_slots), refit_every=int(row.refit_every))
+                             train_slots=int(row.train_slots), refit_every=int(row.refit_every),
+                             quantile=tuple(quantiles) or None)
         res.insert(0, "target", row.target)
         res.insert(0, "slot_hours", row.slot_hours)
         res.insert(0, "dataset", row.dataset)
