@@ -12,7 +12,10 @@
 # `stride_hours`); before each round A3 picks a member of the pool (CHC variants and prediction-free
 # variants) from the rounds before it. Because the market is exogenous, every member is replayed on
 # every round (full information) and Hedge learns from all of them; EXP3, the bandit ablation, sees only
-# the member it ran. The paper claims a regret of O(√T) against the best fixed pool member in hindsight:
+# the member it ran. `select` uses Hedge with the AdaHedge learning rate by default (it adapts to how far
+# apart the members' utilities actually are); Hedge with the anytime worst-case rate
+# η_t = sqrt(8 ln K / t) is shown next to it, and moves its weights much more slowly because members
+# differ by a few percent of the worst-case utility range that normalises the losses. The paper claims a regret of O(√T) against the best fixed pool member in hindsight:
 # on log-log axes the regret should grow with a slope of at most about 0.5.
 #
 # Default: a 30-day synthetic market in the volatile regime at 1 h slots, a job every 2 h, the 15-member
@@ -27,7 +30,7 @@ quick = False  # synthetic calm market, quick pool, 12 rounds: a smoke run in se
 market = "volatile"  # a key of spotlab.experiments.setups.MARKETS
 hours = 24 * 30  # length of a synthetic market (real traces: ignored)
 pool = "default"  # "default" (15 members), "quick" (5) or a list of (policy, params)
-algorithms = ["hedge", "exp3"]  # the first one drives the replay; the others reuse the same utilities
+algorithms = ["adahedge", "hedge", "exp3"]  # the first drives the replay; the others reuse its utilities
 stride_hours = 2.0  # a new job every stride_hours
 max_jobs = None  # None: every job window of the trace
 slot_hours = 1.0
@@ -96,9 +99,9 @@ display(summary[["algorithm", "rounds", "members", "regret", "regret_per_round",
                  "best_member", "best_member_mean_utility", "selector_mean_utility", "most_chosen"]].round(3))
 
 # %% [markdown]
-# ## Weights over rounds (Hedge)
+# ## Weights over rounds (the first algorithm, AdaHedge by default)
 #
-# Stacked: the probability Hedge gives each pool member before each round (members labelled; CHC
+# Stacked: the probability the selector gives each pool member before each round (members labelled; CHC
 # variants in blues, prediction-free variants in oranges). Early on the weights are near uniform; as
 # the cumulative losses separate they concentrate on the members that have done best so far. The
 # black dots (top) mark the member of each round that is best in hindsight so far.
@@ -130,11 +133,11 @@ save(fig, weights, "weights")
 plt.show()
 
 # %% [markdown]
-# ## Regret vs rounds, log-log, Hedge vs EXP3
+# ## Regret vs rounds, log-log: AdaHedge, Hedge, EXP3
 #
 # Cumulative expected regret against the best fixed member so far (USD; rounds where it is not positive
-# are not drawn on log axes). Dashed: a √T reference line through Hedge's regret at the last round (slope
-# 0.5); dotted: the anytime Hedge worst-case bound (Cesa-Bianchi & Lugosi Thm 2.3), which holds for any
+# are not drawn on log axes). Dashed: a √T reference line through the first algorithm's regret at the
+# last round (slope 0.5); dotted: the anytime Hedge worst-case bound (Cesa-Bianchi & Lugosi Thm 2.3), which holds for any
 # market but is loose. The legend gives each algorithm's least-squares log-log slope; the paper's claim
 # is O(√T), i.e. a slope of at most about 0.5 (a slope well below 0.5 means the selector has locked onto
 # the best member and its regret stopped growing).
@@ -168,8 +171,8 @@ plt.show()
 # %% [markdown]
 # ## Which members were run
 #
-# How often each algorithm ran each member, next to each member's mean utility over all rounds: Hedge
-# concentrates on the best members; EXP3, which only sees what it runs, spreads its choices more.
+# How often each algorithm ran each member, next to each member's mean utility over all rounds: the
+# full-information selectors concentrate on the best members; EXP3, which only sees what it runs, spreads its choices more.
 
 # %%
 counts = pd.DataFrame({r.algorithm: pd.Series(r.chosen_counts) for r in summary.itertuples()})

@@ -14,7 +14,7 @@
 # prices, AWS V100 16-node counts, GCP A100; assumed prices where a trace has none, see
 # `setups.MARKETS`) and on the calm and volatile synthetic regimes:
 #
-# - A3: `select` over the default pool (Hedge, full information);
+# - A3: `select` over the default pool (Hedge with the AdaHedge learning rate, full information);
 # - A1: CHC with a real forecaster (`predictor`), and with the perfect-foresight oracle (σ = 0) as a reference
 #   of what forecasts could buy;
 # - A2: the prediction-free rule with its default parameters;

@@ -38,7 +38,7 @@ def test_selection_run_structure(market):
     assert len(names) == 3
     w = frame[[f"weight_{n}" for n in names]].to_numpy()
     assert np.allclose(w.sum(axis=1), 1.0)
-    assert np.allclose(w[0], 1 / 3)  # Hedge starts uniform
+    assert np.allclose(w[0], 1 / 3)  # starts uniform
     U = frame[[f"utility_{n}" for n in names]].to_numpy()
     best = np.cumsum(U, axis=0).max(axis=1)
     assert np.allclose(frame["regret"], best - np.cumsum(frame["utility_expected"]))
@@ -46,7 +46,7 @@ def test_selection_run_structure(market):
     assert s["best_member"] == names[int(np.argmax(U.sum(axis=0)))]
     assert s["bound_hedge"] > 0 and s["bound_hedge"] == pytest.approx(frame["bound_hedge"].iloc[-1])
     assert np.isfinite(s["regret_slope"]) or s["slope_note"]
-    assert s["algorithm"] == "hedge" and sum(s["chosen_counts"].values()) == 30
+    assert s["algorithm"] == "adahedge" and sum(s["chosen_counts"].values()) == 30
 
 
 def test_regret_slope_is_the_loglog_fit(market):
@@ -62,17 +62,18 @@ def test_regret_slope_is_the_loglog_fit(market):
 
 
 def test_ablation_matches_select_with_that_algorithm(market):
-    """EXP3 computed from the Hedge replay is what select(algorithm='exp3') itself does."""
+    """Hedge and EXP3 computed from the AdaHedge replay are what select(algorithm=...) itself does."""
     frame, summ = cmp.selection_runs(market, SPEC, pool=POOL, stride_hours=3.0, max_jobs=12, seed=2)
-    assert list(summ["algorithm"]) == ["hedge", "exp3"]
+    assert list(summ["algorithm"]) == list(cmp.ALGORITHMS) and cmp.ALGORITHMS[0] == "adahedge"
     job = SPEC.job(market)
     ep = setups.job_episodes(market, job, stride_hours=3.0, max_jobs=12)
-    pol = make_policy("select", {"pool": POOL, "algorithm": "exp3"})
-    res = simulate(pol, ep, job, SimSettings(), 2)
-    e = frame[frame["algorithm"] == "exp3"]
-    assert np.array_equal(e["chosen"].to_numpy(), pol.run_.chosen)
-    assert np.allclose(e["utility_chosen"].to_numpy(), res.utility)
-    assert summ.set_index("algorithm").loc["exp3", "regret"] == pytest.approx(pol.report()["regret"])
+    for algo in ("hedge", "exp3"):
+        pol = make_policy("select", {"pool": POOL, "algorithm": algo})
+        res = simulate(pol, ep, job, SimSettings(), 2)
+        e = frame[frame["algorithm"] == algo]
+        assert np.array_equal(e["chosen"].to_numpy(), pol.run_.chosen)
+        assert np.allclose(e["utility_chosen"].to_numpy(), res.utility)
+        assert summ.set_index("algorithm").loc[algo, "regret"] == pytest.approx(pol.report()["regret"])
 
 
 def test_selection_bad_inputs(market):
