@@ -129,7 +129,7 @@ class WindowProblem:
         if key not in self.forms_:
             model = build_window_model(self.job, self.w, self.slot_hours, key[0], key[1])
             form = compile_model(model)
-            for name in ("o", "s", "f", "state", "term"):
+            for name in ("o", "s", "f", "cum", "state", "term"):
                 if np.any(form.index[name] < 0):
                     raise SolverError(f"internal: the compiled window problem lost its {name!r} columns")
             self.forms_[key] = form
@@ -137,11 +137,14 @@ class WindowProblem:
 
     def solve(self, state: WindowState, avail, spot_price, od_price, terminal_price: float,
               slots_left: int | None = None, solver: str = "highs", time_limit: float = 10.0,
-              mip_gap: float = 1e-3) -> WindowPlan:
+              mip_gap: float = 1e-3, urgency: float = 0.0) -> WindowPlan:
         """Plan the next w slots from `state`, given (forecast) availability and prices for them.
 
         `slots_left`: slots before the hard deadline (nothing can run after it); `terminal_price`: the
-        reference $/GPU-h of the work left at the end of the window.
+        reference $/GPU-h of the work left at the end of the window. `urgency`: work done by the end of a
+        slot earns this share of its reference cost per slot still left in the window, so that among
+        plans of (nearly) equal cost the one that makes progress earlier wins: under forecast error a
+        plan that finishes exactly at the deadline is the first to miss it.
         """
         started = time.perf_counter()
         job, T, dt = self.job, self.w, self.slot_hours
@@ -177,6 +180,7 @@ class WindowProblem:
             col_lo={tuple(st): fixed},
             col_hi={tuple(st): fixed, tuple(s_cols): s_hi, tuple(o_cols): o_hi, tuple(f_cols): f_hi},
             cost={tuple(o_cols): -od * dt, tuple(s_cols): -sp * dt, tuple(f_cols): c_f,
+                  tuple(ix["cum"]): np.full(T, float(urgency) * terminal_price * per_unit),
                   (int(ix["term"][0]),): -terminal_price * per_unit, (int(ix["term"][1]),): 1.0},
         )
         sol = solve_form(form, solver, time_limit, mip_gap)

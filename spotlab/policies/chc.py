@@ -4,6 +4,9 @@ Every `v` slots (the commitment level) the policy solves the window problem of t
 the true state (`spotlab.optimum.window`): slot t's availability and price are observed, slots t+1 ..
 t+w-1 are forecast, and the work left at the end of the window has a terminal value. It then commits
 to the first v planned allocations. v = 1 is receding horizon control, v = w fixed horizon control.
+The default is v = 1: with real forecasts a committed plan cannot react to the availability it did not
+foresee (on the volatile synthetic market, w=12 with persistence forecasts: mean utility 115 at v=1,
+51 at v=4, uniform progress 114; notebook 05 maps the whole (w, v) plane).
 With `averaging=True` it is the CHC of Chen et al. (SIGMETRICS 2016): v fixed-horizon controllers
 re-plan at staggered slots (controller k at t = k mod v) and each slot runs the average of the v
 committed plans (rounded to whole GPUs), which smooths the plan's reaction to one bad forecast.
@@ -12,9 +15,9 @@ Forecasts come from a registered model (`predictor="arima"`, fitted on the trace
 window plus what has been observed since, refitted every `refit_hours`, updated in between) or, for
 sensitivity experiments, from the controlled-error oracle (`predictor="oracle"`, error `sigma`;
 sigma = 0 is perfect foresight). `quantile=q` plans on the GPUs available with probability q
-instead of the point forecast. The reference price of the terminal value is the forecast cost of the
-cheapest way to run: the mean forecast spot price over the window's slots where spot is forecast
-usable, weighted by that fraction, and the on-demand price for the rest [ours].
+instead of the point forecast. The reference price of the terminal value is the long-run cost of
+running: over the last `train_hours` observed, the share of slots where spot could host the job at
+its mean price there, and on-demand for the rest [ours].
 
 Window problems are solved to a 1% gap by default: the plan is only as good as its forecasts, and on
 multi-GPU jobs a 0.1% gap costs ~25x more time for ~0.2% of utility (benchmarks/bench_chc.py).
@@ -48,11 +51,12 @@ class CHC(OnlinePolicy):
     def __init__(
         self,
         w: int = 12,
-        v: int = 4,
+        v: int = 1,
         predictor: str = "arima",
         sigma: float = 0.0,
         quantile: float | None = None,
         averaging: bool = False,
+        urgency: float = 0.005,
         refit_hours: float = 24.0,
         train_hours: float = 168.0,
         solver: str = "glpk",
@@ -66,6 +70,7 @@ class CHC(OnlinePolicy):
         self.sigma = sigma
         self.quantile = quantile
         self.averaging = averaging
+        self.urgency = urgency
         self.refit_hours = refit_hours
         self.train_hours = train_hours
         self.solver = solver
@@ -91,6 +96,8 @@ class CHC(OnlinePolicy):
             raise PolicyError("chc: sigma is the error of predictor='oracle'; a real model has its own error")
         if self.quantile is not None and not (isinstance(self.quantile, float) and 0 < self.quantile < 1):
             raise PolicyError(f"chc: quantile must be a probability in (0, 1) or None (got {self.quantile!r})")
+        if isinstance(self.urgency, bool) or not (isinstance(self.urgency, (int, float)) and 0 <= self.urgency < 1):
+            raise PolicyError(f"chc: urgency must be a number in [0, 1) (got {self.urgency!r})")
         for key in ("refit_hours", "train_hours", "time_limit"):
             val = getattr(self, key)
             if isinstance(val, bool) or not (isinstance(val, (int, float)) and math.isfinite(val) and val > 0):
@@ -203,22 +210,33 @@ class CHC(OnlinePolicy):
         if od.size < w or not np.all(np.isfinite(od)):
             last = od_row[np.isfinite(od_row)][-1]
             od = np.concatenate([od[np.isfinite(od)], np.full(w, last)])[:w]
-        usable = a >= job.n_min
-        share = float(usable.mean())
-        spot_ref = float(p[usable].mean()) if usable.any() else float(od.mean())
-        terminal_price = share * spot_ref + (1 - share) * float(od.mean())
+        terminal_price = self._terminal_price(i, t, float(od.mean()))
         state = WindowState(time_h=float(obs.time_h), remaining=float(obs.remaining[i]),
                             prev_o=int(obs.prev_o[i]), prev_s=int(obs.prev_s[i]), pending_h=float(obs.pending_h[i]))
         try:
             plan = self.problem_.solve(state, a, p, od, terminal_price, slots_left=self.ctx_.horizon - t,
                                        solver=self.solver, time_limit=float(self.time_limit),
-                                       mip_gap=float(self.mip_gap))
+                                       mip_gap=float(self.mip_gap), urgency=float(self.urgency))
         except SolverError:
             return None
         self.stats_["solves"] += 1
         self.stats_["solve_s"].append(plan.seconds)
         self.stats_["time_limit"] += plan.status != "optimal"
         return plan.o, plan.s
+
+    def _terminal_price(self, i: int, t: int, od: float) -> float:
+        """Long-run $/GPU-h of work left after the window: over the last `train_hours` observed (history
+        included), the share of slots where spot could host the job at its mean price there, on-demand
+        for the rest. A window forecast would be the wrong reference: with a persistence forecast made
+        while spot is out, it says "on-demand forever" and the plan buys on-demand at once."""
+        train = max(1, int(round(self.train_hours / self.dt_)))
+        a = self._history(i, t, "availability")[-train:]
+        p = self._history(i, t, "price")[-train:]
+        usable = a >= self.job.n_min
+        if not usable.any():
+            return od
+        share = float(usable.mean())
+        return share * float(np.mean(p[usable])) + (1 - share) * od
 
     def act(self, obs: Observation):
         t, v = obs.t, int(self.v)

@@ -35,11 +35,11 @@ from .base import OnlinePolicy
 
 POOLS: dict[str, list[tuple[str, dict[str, Any]]]] = {
     "default": [
-        ("chc", {"w": 6, "v": 2, "predictor": "persistence"}),
+        ("chc", {"w": 6, "v": 1, "predictor": "persistence"}),
+        ("chc", {"w": 12, "v": 1, "predictor": "persistence"}),
         ("chc", {"w": 12, "v": 4, "predictor": "persistence"}),
-        ("chc", {"w": 12, "v": 12, "predictor": "persistence"}),
-        ("chc", {"w": 12, "v": 4, "predictor": "seasonal_naive"}),
-        ("chc", {"w": 24, "v": 8, "predictor": "persistence"}),
+        ("chc", {"w": 12, "v": 1, "predictor": "seasonal_naive", "quantile": 0.9}),
+        ("chc", {"w": 24, "v": 2, "predictor": "seasonal_naive"}),
         ("prediction_free", {"theta": 0.4, "sigma": 0.7}),
         ("prediction_free", {"theta": 0.4, "sigma": 0.9}),
         ("prediction_free", {"theta": 0.6, "sigma": 0.7}),
@@ -52,7 +52,7 @@ POOLS: dict[str, list[tuple[str, dict[str, Any]]]] = {
         ("prediction_free", {"theta": 0.3, "sigma": 0.8}),
     ],
     "quick": [
-        ("chc", {"w": 4, "v": 2, "predictor": "persistence"}),
+        ("chc", {"w": 4, "v": 1, "predictor": "persistence"}),
         ("prediction_free", {"theta": 0.4, "sigma": 0.8}),
         ("prediction_free", {"theta": 0.7, "sigma": 0.8}),
         ("prediction_free", {"theta": 1.0, "sigma": 1.0}),
