@@ -38,8 +38,8 @@ class Auto(Predictor):
         self,
         candidates: tuple[str, ...] = DEFAULT_CANDIDATES,
         max_horizon: int = 24,
-        z: float = 1.0,
-        min_scored: int = 48,
+        z: float = 2.0,
+        min_scored: int = 144,
         memory_hours: float = 336.0,
     ) -> None:
         self.candidates = candidates
