@@ -49,6 +49,7 @@ import pandas as pd
 from ..errors import SpotlabError
 from ..job import Job
 from ..market import Market
+from ..policies.select import ALGORITHMS
 from ..simulator import Episodes
 from . import setups as su
 
@@ -357,7 +358,7 @@ def error_sensitivity(market: str | Market, spec: su.JobSpec | None = None,
                       sigmas: Sequence[float] = (0.0, 0.1, 0.2, 0.3, 0.5),
                       chc_variants: Sequence[tuple[int, int]] = ((6, 1), (6, 3), (6, 6)),
                       include_select: bool = True, a2_pool: Iterable[Mapping[str, Any]] = DEFAULT_A2_POOL,
-                      algorithm: str = "hedge", include_optimum: bool = False, solver: str = "glpk",
+                      algorithm: str = "adahedge", include_optimum: bool = False, solver: str = "glpk",
                       opt_time_limit: float = 120.0, chc_extra: Mapping[str, Any] | None = None, seed: int = 0,
                       n_jobs: int = 1, out_csv: str | Path | None = None, verbose: bool = False,
                       **setup_kw) -> pd.DataFrame:
@@ -367,8 +368,8 @@ def error_sensitivity(market: str | Market, spec: su.JobSpec | None = None,
     sig = _sigmas(sigmas)
     variants = _variants(chc_variants)
     a2 = [dict(p) for p in a2_pool]
-    if include_select and algorithm not in ("hedge", "exp3"):
-        raise ExperimentError(f"algorithm must be hedge or exp3 (got {algorithm!r})")
+    if include_select and algorithm not in ALGORITHMS:
+        raise ExperimentError(f"algorithm must be one of {', '.join(ALGORITHMS)} (got {algorithm!r})")
     if isinstance(market, (list, tuple)):
         raise ExperimentError("error_sensitivity runs on one market; call it once per market")
     (s,) = _setups(market, spec, setup_kw)
