@@ -81,7 +81,7 @@ for ax, (mk, m) in zip(axes[0], prof.MODELS.items()):
         fit = fits[(mk, gk)]
         ax.scatter(c["n"], c["throughput"] / 1e3, color=palette[gk], zorder=3, label=f"{g.name} (model)")
         ax.plot(xs, fit.predict(xs) / 1e3, color=palette[gk],
-                label=f"fit: α={fit.alpha / 1e3:.2f}k, β={fit.beta / 1e3:.2f}k, R²={fit.r2:.4f}")
+                label=f"fit: α={fit.alpha / 1e3:.2f}k, β={fit.beta / 1e3:.2f}k, R²={fit.r2:.5f}")
         ax.plot(xs, xs * fit.unit_rate / 1e3, ":", color=palette[gk], lw=1)
     ax.set_title(f"{m.name}, LoRA r={m.lora_rank}", fontsize=10)
     ax.set_xlabel("GPUs n")
