@@ -12,8 +12,10 @@ choose keys and parameters:
 - `job_episodes`: jobs one after another on a trace (a window of the hard-deadline horizon every
   `stride_hours`), each with the week before it as forecasting history.
 
-Throughput H(n) = alpha n + beta comes in through `JobSpec.alpha/beta` [placeholder defaults until the
-profiles of issue 5 provide fitted values].
+Throughput H(n) = alpha n + beta comes from the fitted profiles of `spotlab.profiles` (notebook 00): the
+LoRA fine-tuning of `JobSpec.model` on the market's GPU (H100 traces: the H100 fit; the V100 and A100
+traces: the A100 fit, the only other profile; normalised fits differ by under 1% between GPUs).
+`JobSpec(alpha=..., beta=...)` overrides it, e.g. with a measured profile.
 """
 
 from __future__ import annotations
@@ -85,16 +87,28 @@ class JobSpec:
     load: float = 0.5  # work at N_max takes this share of the soft deadline
     n_min: int = 1
     n_max: int = 8
-    alpha: float = 1.0
-    beta: float = 0.0
+    model: str = "llama2-7b"  # the fine-tuning workload of the throughput profile
+    alpha: float | None = None  # both given: this H(n) instead of the profile
+    beta: float | None = None
     overhead_h: float = 0.2
     value_factor: float = 1.5
     miss_factor: float = 0.5  # miss penalty = miss_factor x value
 
+    def throughput(self, market: Market) -> Throughput:
+        """The profile's fitted H(n) for this market's GPU, unless alpha and beta are given."""
+        if self.alpha is not None and self.beta is not None:
+            return Throughput(float(self.alpha), float(self.beta))
+        if (self.alpha is None) != (self.beta is None):
+            raise TraceError("JobSpec: give both alpha and beta, or neither (then the fitted profile is used)")
+        from ..profiles import job_throughput
+
+        gpu = "h100" if "H100" in str(market.meta.get("gpu", "")).upper() else "a100"
+        return job_throughput(self.model, gpu)
+
     def job(self, market: Market) -> Job:
         n_max = max(1, min(int(self.n_max), int(market.requested)))
         n_min = min(int(self.n_min), n_max)
-        tp = Throughput(self.alpha, self.beta)
+        tp = self.throughput(market)
         rate = float(tp(n_max))
         if not rate > 0:
             raise TraceError(f"H(N_max={n_max}) = {rate:g}: the throughput must be positive")
