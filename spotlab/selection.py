@@ -138,6 +138,29 @@ def _eta_schedule(
 # ------------------------------------------------------------------------------------------ primitives
 
 
+def _check_known_from(known_from, rounds: int) -> np.ndarray:
+    """`known_from[i]`: the first round whose choice may use round i's outcome (default i + 1)."""
+    if known_from is None:
+        return np.arange(1, rounds + 1)
+    arr = np.asarray(known_from)
+    if arr.shape != (rounds,) or not np.issubdtype(arr.dtype, np.integer):
+        raise PolicyError(f"known_from must be {rounds} whole round indices (got shape {arr.shape})")
+    bad = np.flatnonzero(arr <= np.arange(rounds))
+    if bad.size:
+        i = int(bad[0])
+        raise PolicyError(f"known_from[{i}] = {arr[i]}: a round's outcome is known only after it, i.e. from "
+                          f"round {i + 1} on")
+    return arr.astype(np.int64)
+
+
+def _known_before(loss: np.ndarray, known_from: np.ndarray) -> np.ndarray:
+    """Per round r, the cumulative losses of the rounds whose outcome is known when r is chosen."""
+    rounds, k = loss.shape
+    add = np.zeros((rounds + 1, k))
+    np.add.at(add, np.minimum(known_from, rounds), loss)
+    return np.cumsum(add, axis=0)[:rounds]
+
+
 def losses_from_utilities(U, lo: float, hi: float) -> np.ndarray:
     """Losses in [0, 1]: ``(hi - u) / (hi - lo)``, clipped.
 
@@ -278,8 +301,12 @@ def hedge(
     horizon: int | None = None,
     seed: int = 0,
     names: Sequence[str] | None = None,
+    known_from: Sequence[int] | None = None,
 ) -> SelectionRun:
     """Hedge (exponentially weighted forecaster) with full information.
+
+    `known_from[i]` is the first round whose choice may use round i's outcome (default i + 1): when jobs
+    overlap in time, a job's utility is known only once it has ended (delayed feedback).
 
     Round t plays ``p_t ∝ exp(-η_t L_{t-1})``, with ``L_{t-1}`` each member's cumulative loss over the
     earlier rounds (losses from `losses_from_utilities`), computed with log-sum-exp so that large
@@ -306,7 +333,7 @@ def hedge(
         fixed=lambda T: math.sqrt(8 * ln_k / T),
         anytime=lambda t: np.sqrt(8 * ln_k / t),
     )
-    before = np.vstack([np.zeros((1, k)), np.cumsum(loss, axis=0)[:-1]])  # L_{t-1}
+    before = _known_before(loss, _check_known_from(known_from, rounds))  # L_{t-1} (what is known)
     p = _softmax_neg(etas, before)
     rng = np.random.default_rng(seed)
     chosen = _draw(p, rng.random(rounds))
@@ -325,7 +352,19 @@ def hedge(
     )
 
 
-def adahedge(U, lo: float, hi: float, seed: int = 0, names: Sequence[str] | None = None) -> SelectionRun:
+def _mixability_gap(p: np.ndarray, loss: np.ndarray, eta: float) -> float:
+    """Expected loss minus mix loss of one round (>= 0); at eta = inf the mix loss is the least loss."""
+    expected = float(p @ loss)
+    if math.isinf(eta):
+        mix = float(loss[p > 0].min())
+    else:
+        base = float(loss.min())
+        mix = base - math.log(float(p @ np.exp(-eta * (loss - base)))) / eta
+    return max(expected - mix, 0.0)
+
+
+def adahedge(U, lo: float, hi: float, seed: int = 0, names: Sequence[str] | None = None,
+             known_from: Sequence[int] | None = None) -> SelectionRun:
     """Hedge with the AdaHedge learning rate (de Rooij et al. 2014): ``η_t = ln K / Δ_{t-1}``, where Δ is
     the cumulative mixability gap (expected loss minus mix loss) of the rounds so far.
 
@@ -334,7 +373,8 @@ def adahedge(U, lo: float, hi: float, seed: int = 0, names: Sequence[str] | None
     few hundred rounds. AdaHedge adapts to the losses actually seen: it plays follow-the-leader while that
     is safe (Δ = 0, η = ∞) and never does worse than a constant times Hedge's bound,
     regret <= 2 sqrt(L* (T - L*) ln K / T) + (16/3) ln K + 2 in [0, 1] losses (L* the best member's loss;
-    their Thm 8), scaled by (hi - lo).
+    their Thm 8), scaled by (hi - lo). With delayed feedback (`known_from`, see `hedge`) a round's loss and
+    its mixability gap (with the weights and rate it was played with) enter when its outcome is known.
     """
     lo, hi = _check_range(lo, hi)
     arr = _check_utilities(U)
@@ -343,11 +383,18 @@ def adahedge(U, lo: float, hi: float, seed: int = 0, names: Sequence[str] | None
     names_t = _check_names(names, k)
     loss = losses_from_utilities(arr, lo, hi)
     ln_k = math.log(k)
+    known = _check_known_from(known_from, rounds)
+    arrivals: dict[int, list[int]] = {}
+    for i, r in enumerate(known.tolist()):
+        arrivals.setdefault(r, []).append(i)
     cum = np.zeros(k)
     gap = 0.0
     p = np.empty((rounds, k))
     etas = np.empty(rounds)
     for t in range(rounds):
+        for i in arrivals.get(t, ()):  # outcomes that became known before round t
+            gap += _mixability_gap(p[i], loss[i], etas[i])
+            cum += loss[i]
         eta = math.inf if gap <= 0 else ln_k / gap
         if math.isinf(eta):
             lead = (cum <= cum.min() + 1e-12).astype(float)
@@ -355,15 +402,6 @@ def adahedge(U, lo: float, hi: float, seed: int = 0, names: Sequence[str] | None
         else:
             z = np.exp(-eta * (cum - cum.min()))
             pt = z / z.sum()
-        lt = loss[t]
-        expected = float(pt @ lt)
-        if math.isinf(eta):
-            mix = float(lt[pt > 0].min())
-        else:
-            base = float(lt.min())
-            mix = base - math.log(float(pt @ np.exp(-eta * (lt - base)))) / eta
-        gap += max(expected - mix, 0.0)
-        cum += lt
         p[t], etas[t] = pt, eta
     rng = np.random.default_rng(seed)
     chosen = _draw(p, rng.random(rounds))
@@ -391,8 +429,9 @@ def exp3(
     horizon: int | None = None,
     seed: int = 0,
     names: Sequence[str] | None = None,
+    known_from: Sequence[int] | None = None,
 ) -> SelectionRun:
-    """EXP3, the bandit ablation: only the chosen member's utility is used.
+    """EXP3, the bandit ablation: only the chosen member's utility is used (`known_from` as in `hedge`).
 
     This is the *loss-based* EXP3 of Bubeck & Cesa-Bianchi (2012, §3.1): ``q_t ∝ exp(-η_t L̂_{t-1})`` with
     importance-weighted loss estimates ``l̂_{i,t} = l_{i,t} 1{I_t = i} / p_{i,t}`` (unbiased, and
@@ -431,15 +470,19 @@ def exp3(
     )
     rng = np.random.default_rng(seed)
     u = rng.random(rounds)
+    known = _check_known_from(known_from, rounds)
+    arrivals: dict[int, list[int]] = {}
+    for j, r in enumerate(known.tolist()):
+        arrivals.setdefault(r, []).append(j)
     L_hat = np.zeros(k)
     p = np.empty((rounds, k))
     chosen = np.empty(rounds, dtype=np.int64)
     for r in range(rounds):
+        for j in arrivals.get(r, ()):
+            L_hat[chosen[j]] += loss[j, chosen[j]] / p[j, chosen[j]]
         q = _softmax_neg(etas[r], L_hat)
         p[r] = (1.0 - gamma_f) * q + gamma_f / k
-        i = int(_draw(p[r], u[r]))
-        chosen[r] = i
-        L_hat[i] += loss[r, i] / p[r, i]
+        chosen[r] = int(_draw(p[r], u[r]))
     return SelectionRun(
         algorithm="exp3",
         member_utilities=arr,

@@ -68,6 +68,7 @@ class Episodes:
     # online policy may learn from before its job starts (forecasters need a history).
     history_avail: np.ndarray | None = None
     history_price: np.ndarray | None = None
+    starts: np.ndarray | None = None  # slot of the source trace where each window starts (None: unknown)
 
     @property
     def n(self) -> int:
@@ -123,7 +124,7 @@ class Episodes:
             hidx = np.maximum(hidx, 0)
             hist_a = np.where(ok, market.avail[hidx].astype(float), np.nan)
             hist_p = np.where(ok, market.spot_price[hidx], np.nan)
-        return cls(avail, sp, od, length, market.slot_hours, names, hist_a, hist_p)
+        return cls(avail, sp, od, length, market.slot_hours, names, hist_a, hist_p, starts.copy())
 
 
 def _require_prices(m: Market) -> None:

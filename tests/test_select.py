@@ -52,6 +52,16 @@ def test_select_plays_the_chosen_member_and_reports_regret(setup):
     np.testing.assert_array_equal(again.run_.chosen, run_.chosen)
 
 
+def test_overlapping_rounds_get_delayed_feedback(setup):
+    from spotlab.policies.select import known_from
+
+    _, job, episodes = setup  # a job every 2 h, each window 10 h long
+    known = known_from(episodes, 10)
+    assert known[0] == 5 and np.all(known >= np.arange(1, episodes.n + 1))
+    assert np.all(episodes.starts[np.minimum(known, episodes.n - 1)][known < episodes.n]
+                  >= (episodes.starts + 10)[known < episodes.n])
+
+
 def test_exp3_and_custom_pool(setup):
     _, job, episodes = setup
     pool = [("prediction_free", {"theta": 0.5}), ("uniform_progress", {}), ("greedy", {})]

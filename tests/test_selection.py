@@ -310,3 +310,20 @@ def test_loglog_slope_known_answers():
     # Non-positive regret is ignored, not an error.
     mixed = np.where(t % 3 == 0, -1.0, np.sqrt(t))
     assert loglog_slope(t, mixed, start=1) == pytest.approx(0.5, abs=1e-9)
+
+
+def test_delayed_feedback():
+    """A round's outcome is used only from `known_from[i]` on: never known -> uniform weights throughout;
+    known one round later (the default) -> the same run as without the argument."""
+    U = stochastic(0, T=60)
+    never = np.full(60, 60)
+    for algo in (hedge, adahedge):
+        run = algo(U, 0.0, 1.0, known_from=never)
+        np.testing.assert_allclose(run.probabilities, 1 / 3)
+        same = algo(U, 0.0, 1.0, known_from=np.arange(1, 61))
+        np.testing.assert_array_equal(same.probabilities, algo(U, 0.0, 1.0).probabilities)
+    late = adahedge(U, 0.0, 1.0, known_from=np.minimum(np.arange(60) + 5, 60))
+    np.testing.assert_allclose(late.probabilities[:5], 1 / 3)  # nothing known before round 5
+    assert late.probabilities[-1, 0] > 0.9
+    with pytest.raises(PolicyError, match="known only after it"):
+        hedge(U, 0.0, 1.0, known_from=np.arange(60))

@@ -43,9 +43,9 @@ import pandas as pd
 from ..errors import PolicyError, TraceError
 from ..market import Market
 from ..policies import make_policy
-from ..policies.select import ALGORITHMS
+from ..policies.select import ALGORITHMS, known_from
 from ..selection import SelectionRun, adahedge, exp3, hedge, loglog_slope, regret_bound_hedge
-from ..simulator import SimSettings, simulate
+from ..simulator import SimSettings, horizon_slots, simulate
 from . import setups
 
 __all__ = [
@@ -170,12 +170,12 @@ def _summary(run: SelectionRun, market: str, slope_start: int | None, extra: Map
     }
 
 
-def _rerun(run: SelectionRun, algorithm: str) -> SelectionRun:
+def _rerun(run: SelectionRun, algorithm: str, known: np.ndarray) -> SelectionRun:
     """The selection `select(algorithm=...)` would make on the same replayed utilities (same range, seed)."""
     if algorithm == run.algorithm:
         return run
     algo = {"adahedge": adahedge, "hedge": hedge, "exp3": exp3}[algorithm]
-    return algo(run.member_utilities, run.lo, run.hi, seed=run.seed, names=run.names)
+    return algo(run.member_utilities, run.lo, run.hi, seed=run.seed, names=run.names, known_from=known)
 
 
 def selection_runs(market: str | Market, spec: setups.JobSpec | None = None, pool: str | Sequence = "default",
@@ -211,7 +211,7 @@ def selection_runs(market: str | Market, spec: setups.JobSpec | None = None, poo
              else "custom", "sim_seed": seed, **{f"job_{k}": v for k, v in asdict(spec).items()}}
     frames, rows = [], []
     for a in algos:
-        run = _rerun(base, a)
+        run = _rerun(base, a, known_from(episodes, horizon_slots(job, episodes.slot_hours)))
         frames.append(_round_frame(run, episodes.names, key))
         rows.append(_summary(run, key, slope_start, extra))
     return pd.concat(frames, ignore_index=True), pd.DataFrame(rows)

@@ -10,6 +10,9 @@ weights in a few hundred rounds); EXP3 (`algorithm="exp3"`) is the bandit ablati
 member's utility only. The regret is measured against the best fixed member in
 hindsight; Hedge's grows like sqrt(T) at worst (slope <= 0.5 on log-log axes).
 
+Rounds may overlap in time (a job every hour, each running 10 h): a round's outcome is then used only by
+rounds that start after its window has ended (delayed feedback), so no choice looks ahead.
+
 Implementation: at `reset` every member is simulated on every episode (the replay); the selection
 then runs over the rounds, and `act` plays the chosen member's recorded allocation, which reproduces
 that member's run exactly (same state, same safety net). Members are simulated in parallel (`n_jobs`).
@@ -76,6 +79,18 @@ def _replay(name: str, params: dict[str, Any], episodes, job, settings, seed: in
 ALGORITHMS = ("adahedge", "hedge", "exp3")
 
 
+def known_from(episodes, horizon: int) -> np.ndarray:
+    """For each round, the first round that starts after its job's window has ended (its outcome is known
+    then). Windows of one trace that overlap in time (jobs every hour, each 10 h long) give delayed
+    feedback; rounds without known start times are taken as one after another."""
+    n = episodes.n
+    starts = episodes.starts
+    if starts is None or np.any(np.diff(starts) < 0):
+        return np.arange(1, n + 1)
+    ends = starts + np.minimum(episodes.length, horizon)
+    return np.maximum(np.searchsorted(starts, ends, side="left"), np.arange(1, n + 1))
+
+
 class Select(OnlinePolicy):
     """Pick a pool member per round with Hedge (full information) or EXP3 (bandit)."""
 
@@ -128,13 +143,14 @@ class Select(OnlinePolicy):
         hi = max(job.value, lo + 1e-9)
         names = tuple(member_label(n, p) for n, p in members)
         seed = int(ctx.seed) * 1_000_003 + int(self.seed)
+        known = known_from(ep, ctx.horizon)
         if self.algorithm == "adahedge":
             if self.eta is not None:
                 raise PolicyError("select: adahedge sets its own learning rate; eta applies to hedge and exp3")
-            self.run_ = adahedge(U, lo, hi, seed=seed, names=names)
+            self.run_ = adahedge(U, lo, hi, seed=seed, names=names, known_from=known)
         else:
             algo = hedge if self.algorithm == "hedge" else exp3
-            self.run_ = algo(U, lo, hi, eta=self.eta, seed=seed, names=names)
+            self.run_ = algo(U, lo, hi, eta=self.eta, seed=seed, names=names, known_from=known)
         rows = np.arange(ep.n)
         chosen = self.run_.chosen
         self.o_ = np.stack([runs[k][0][i] for i, k in zip(rows, chosen)])
