@@ -203,7 +203,7 @@ class CHC(OnlinePolicy):
     # ------------------------------------------------------------------------------------------ act
 
     def _plan(self, i: int, t: int, obs: Observation) -> tuple[np.ndarray, np.ndarray] | None:
-        job, ep, w = self.job, self.ctx_.episodes, int(self.w)
+        ep, w = self.ctx_.episodes, int(self.w)
         a, p = self.forecast(i, t, obs)
         od_row = ep.od_price[i]
         od = np.asarray(od_row[t:t + w], dtype=float)
