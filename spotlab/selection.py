@@ -153,6 +153,22 @@ def _check_known_from(known_from, rounds: int) -> np.ndarray:
     return arr.astype(np.int64)
 
 
+def _result(algorithm: str, U: np.ndarray, p: np.ndarray, chosen: np.ndarray, etas: np.ndarray, seed: int,
+            lo: float, hi: float, names: tuple[str, ...], gamma: float = 0.0) -> SelectionRun:
+    rounds = U.shape[0]
+    return SelectionRun(algorithm=algorithm, member_utilities=U, probabilities=p, chosen=chosen,
+                        utility_chosen=U[np.arange(rounds), chosen], utility_expected=np.einsum("tk,tk->t", p, U),
+                        eta=etas, seed=seed, lo=lo, hi=hi, gamma=gamma, names=names)
+
+
+def _arrivals(known: np.ndarray) -> dict[int, list[int]]:
+    """Round r -> the earlier rounds whose outcomes become known just before r is chosen."""
+    out: dict[int, list[int]] = {}
+    for i, r in enumerate(known.tolist()):
+        out.setdefault(r, []).append(i)
+    return out
+
+
 def _known_before(loss: np.ndarray, known_from: np.ndarray) -> np.ndarray:
     """Per round r, the cumulative losses of the rounds whose outcome is known when r is chosen."""
     rounds, k = loss.shape
@@ -337,19 +353,7 @@ def hedge(
     p = _softmax_neg(etas, before)
     rng = np.random.default_rng(seed)
     chosen = _draw(p, rng.random(rounds))
-    return SelectionRun(
-        algorithm="hedge",
-        member_utilities=arr,
-        probabilities=p,
-        chosen=chosen,
-        utility_chosen=arr[np.arange(rounds), chosen],
-        utility_expected=np.einsum("tk,tk->t", p, arr),
-        eta=etas,
-        seed=seed,
-        lo=lo,
-        hi=hi,
-        names=names_t,
-    )
+    return _result("hedge", arr, p, chosen, etas, seed, lo, hi, names_t, 0.0)
 
 
 def _mixability_gap(p: np.ndarray, loss: np.ndarray, eta: float) -> float:
@@ -383,10 +387,7 @@ def adahedge(U, lo: float, hi: float, seed: int = 0, names: Sequence[str] | None
     names_t = _check_names(names, k)
     loss = losses_from_utilities(arr, lo, hi)
     ln_k = math.log(k)
-    known = _check_known_from(known_from, rounds)
-    arrivals: dict[int, list[int]] = {}
-    for i, r in enumerate(known.tolist()):
-        arrivals.setdefault(r, []).append(i)
+    arrivals = _arrivals(_check_known_from(known_from, rounds))
     cum = np.zeros(k)
     gap = 0.0
     p = np.empty((rounds, k))
@@ -405,19 +406,7 @@ def adahedge(U, lo: float, hi: float, seed: int = 0, names: Sequence[str] | None
         p[t], etas[t] = pt, eta
     rng = np.random.default_rng(seed)
     chosen = _draw(p, rng.random(rounds))
-    return SelectionRun(
-        algorithm="adahedge",
-        member_utilities=arr,
-        probabilities=p,
-        chosen=chosen,
-        utility_chosen=arr[np.arange(rounds), chosen],
-        utility_expected=np.einsum("tk,tk->t", p, arr),
-        eta=etas,
-        seed=seed,
-        lo=lo,
-        hi=hi,
-        names=names_t,
-    )
+    return _result("adahedge", arr, p, chosen, etas, seed, lo, hi, names_t, 0.0)
 
 
 def exp3(
@@ -470,10 +459,7 @@ def exp3(
     )
     rng = np.random.default_rng(seed)
     u = rng.random(rounds)
-    known = _check_known_from(known_from, rounds)
-    arrivals: dict[int, list[int]] = {}
-    for j, r in enumerate(known.tolist()):
-        arrivals.setdefault(r, []).append(j)
+    arrivals = _arrivals(_check_known_from(known_from, rounds))
     L_hat = np.zeros(k)
     p = np.empty((rounds, k))
     chosen = np.empty(rounds, dtype=np.int64)
@@ -483,20 +469,7 @@ def exp3(
         q = _softmax_neg(etas[r], L_hat)
         p[r] = (1.0 - gamma_f) * q + gamma_f / k
         chosen[r] = int(_draw(p[r], u[r]))
-    return SelectionRun(
-        algorithm="exp3",
-        member_utilities=arr,
-        probabilities=p,
-        chosen=chosen,
-        utility_chosen=arr[np.arange(rounds), chosen],
-        utility_expected=np.einsum("tk,tk->t", p, arr),
-        eta=etas,
-        seed=seed,
-        lo=lo,
-        hi=hi,
-        gamma=gamma_f,
-        names=names_t,
-    )
+    return _result("exp3", arr, p, chosen, etas, seed, lo, hi, names_t, gamma_f)
 
 
 # ---------------------------------------------------------------------------------------------- theory
