@@ -19,7 +19,7 @@ that member's run exactly (same state, same safety net). Members are simulated i
 The normalisation range is [-(miss penalty + N_max on-demand GPUs for the whole horizon at the
 highest on-demand price), V0]: the worst and best a round can end with.
 
-Pools: "default" (15 members: 5 CHC variants spanning w, v and two predictors, and 10 prediction-free
+Pools: "default" (15 members: 5 CHC variants spanning w, v and three predictors, and 10 prediction-free
 variants spanning theta and sigma; the CHC members dominate the cost, a window solve each v slots), "quick" (5 cheap members, for tests), or a list of
 (policy name, params) pairs in Python.
 """
@@ -42,7 +42,7 @@ POOLS: dict[str, list[tuple[str, dict[str, Any]]]] = {
         ("chc", {"w": 12, "v": 1, "predictor": "persistence"}),
         ("chc", {"w": 12, "v": 4, "predictor": "persistence"}),
         ("chc", {"w": 12, "v": 1, "predictor": "seasonal_naive", "quantile": 0.9}),
-        ("chc", {"w": 24, "v": 2, "predictor": "seasonal_naive"}),
+        ("chc", {"w": 12, "v": 1, "predictor": "ets"}),
         ("prediction_free", {"theta": 0.4, "sigma": 0.7}),
         ("prediction_free", {"theta": 0.4, "sigma": 0.9}),
         ("prediction_free", {"theta": 0.6, "sigma": 0.7}),
