@@ -28,7 +28,7 @@ def main() -> None:
     ap.add_argument("--gap", type=float, default=1e-3)
     args = ap.parse_args()
     market = load_market("h100", 1.0)
-    job = JobSpec().job(market)
+    job = JobSpec(alpha=1.0, beta=0.0).job(market)  # H(n) = n, as in the docstring
     episodes = job_episodes(market, job, stride_hours=24, max_jobs=args.jobs)
     print(f"{episodes.n} episodes of {job.hard_deadline_h:g} h, N_max={job.n_max}, gap {args.gap:g}")
     print(f"{'w':>3} {'v':>3} {'solver':>6} {'solves':>6} {'mean s':>8} {'max s':>7} {'s/episode':>9} "

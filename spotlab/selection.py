@@ -153,6 +153,13 @@ def _check_known_from(known_from, rounds: int) -> np.ndarray:
     return arr.astype(np.int64)
 
 
+def _prepare(U, lo, hi, seed, names) -> tuple[float, float, np.ndarray, int, tuple[str, ...]]:
+    """The checks every algorithm starts with: range, utilities, seed, member names."""
+    lo, hi = _check_range(lo, hi)
+    arr = _check_utilities(U)
+    return lo, hi, arr, _check_seed(seed), _check_names(names, arr.shape[1])
+
+
 def _result(algorithm: str, U: np.ndarray, p: np.ndarray, chosen: np.ndarray, etas: np.ndarray, seed: int,
             lo: float, hi: float, names: tuple[str, ...], gamma: float = 0.0) -> SelectionRun:
     rounds = U.shape[0]
@@ -337,11 +344,8 @@ def hedge(
     The member run in round t is drawn from ``p_t`` with ``np.random.default_rng(seed)``; the
     probabilities themselves do not depend on the seed (every member's loss is observed).
     """
-    lo, hi = _check_range(lo, hi)
-    arr = _check_utilities(U)
-    seed = _check_seed(seed)
+    lo, hi, arr, seed, names_t = _prepare(U, lo, hi, seed, names)
     rounds, k = arr.shape
-    names_t = _check_names(names, k)
     loss = losses_from_utilities(arr, lo, hi)
     ln_k = math.log(k)
     etas = _eta_schedule(
@@ -380,11 +384,8 @@ def adahedge(U, lo: float, hi: float, seed: int = 0, names: Sequence[str] | None
     their Thm 8), scaled by (hi - lo). With delayed feedback (`known_from`, see `hedge`) a round's loss and
     its mixability gap (with the weights and rate it was played with) enter when its outcome is known.
     """
-    lo, hi = _check_range(lo, hi)
-    arr = _check_utilities(U)
-    seed = _check_seed(seed)
+    lo, hi, arr, seed, names_t = _prepare(U, lo, hi, seed, names)
     rounds, k = arr.shape
-    names_t = _check_names(names, k)
     loss = losses_from_utilities(arr, lo, hi)
     ln_k = math.log(k)
     arrivals = _arrivals(_check_known_from(known_from, rounds))
@@ -436,11 +437,8 @@ def exp3(
     The draws use ``np.random.default_rng(seed)`` with the same stream as `hedge`; unlike Hedge, the
     probabilities depend on the seed (they depend on what was drawn).
     """
-    lo, hi = _check_range(lo, hi)
-    arr = _check_utilities(U)
-    seed = _check_seed(seed)
+    lo, hi, arr, seed, names_t = _prepare(U, lo, hi, seed, names)
     rounds, k = arr.shape
-    names_t = _check_names(names, k)
     if gamma is None:
         gamma_f = 0.0
     else:

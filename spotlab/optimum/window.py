@@ -53,6 +53,7 @@ class WindowState:
 class WindowPlan:
     o: np.ndarray
     s: np.ndarray
+    work: np.ndarray  # work units the plan counts on per slot
     objective: float
     status: str  # "optimal" or "time_limit"
     seconds: float
@@ -187,5 +188,6 @@ class WindowProblem:
         self.n_solves_ += 1
         o = np.round(sol.x[o_cols]).astype(np.int64)
         s = np.round(sol.x[s_cols]).astype(np.int64)
-        return WindowPlan(o=o, s=s, objective=float(sol.objective), status=sol.status,
+        return WindowPlan(o=o, s=s, work=np.asarray(sol.x[ix["w"]], dtype=float),
+                          objective=float(sol.objective), status=sol.status,
                           seconds=time.perf_counter() - started)

@@ -5,8 +5,8 @@ the true state (`spotlab.optimum.window`): slot t's availability and price are o
 t+w-1 are forecast, and the work left at the end of the window has a terminal value. It then commits
 to the first v planned allocations. v = 1 is receding horizon control, v = w fixed horizon control.
 The default is v = 1: with real forecasts a committed plan cannot react to the availability it did not
-foresee (on the volatile synthetic market, w=12 with persistence forecasts: mean utility 115 at v=1,
-51 at v=4, uniform progress 114; notebook 05 maps the whole (w, v) plane).
+foresee (on the volatile synthetic market, 16 jobs with H(n) = n, w=12 with persistence forecasts: mean
+utility 115 at v=1, 51 at v=4, uniform progress 114; notebook 05 maps the whole (w, v) plane).
 With `averaging=True` it is the CHC of Chen et al. (SIGMETRICS 2016): v fixed-horizon controllers
 re-plan at staggered slots (controller k at t = k mod v) and each slot runs the average of the v
 committed plans (rounded to whole GPUs), which smooths the plan's reaction to one bad forecast.
