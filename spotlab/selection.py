@@ -37,6 +37,7 @@ __all__ = [
     "hedge",
     "adahedge",
     "exp3",
+    "warm_started",
     "regret_bound_hedge",
     "regret_bound_exp3",
     "loglog_slope",
@@ -468,6 +469,33 @@ def exp3(
         p[r] = (1.0 - gamma_f) * q + gamma_f / k
         chosen[r] = int(_draw(p[r], u[r]))
     return _result("exp3", arr, p, chosen, etas, seed, lo, hi, names_t, gamma_f)
+
+
+def warm_started(algorithm: Callable[..., SelectionRun], warm, U, lo: float, hi: float,
+                 known_from: Sequence[int] | None = None, **kwargs) -> SelectionRun:
+    """Run `algorithm` (`hedge`, `adahedge` or `exp3`) on the rounds `U` after the warm-up rounds `warm`.
+
+    The warm-up rounds are jobs that ended before the first round started (the trace's past, where every
+    member can be replayed too): the selector starts from what they teach instead of from uniform weights,
+    which is the same as having run it on them. Their outcomes are all known by the first round; the
+    result covers the rounds of `U` only (choices, weights and regret), so the regret is still measured
+    against the best fixed member on those rounds. `known_from` indexes the rounds of `U` as in `hedge`.
+    With no warm-up rows this is `algorithm` itself.
+    """
+    arr = _check_utilities(U)
+    w = np.asarray(warm, dtype=float).reshape(-1, arr.shape[1]) if warm is not None else np.empty((0, arr.shape[1]))
+    n0, rounds = w.shape[0], arr.shape[0]
+    if n0 == 0:
+        return algorithm(arr, lo, hi, known_from=known_from, **kwargs)
+    if not np.all(np.isfinite(w)):
+        raise PolicyError("warm-up utilities must be finite numbers")
+    known = _check_known_from(known_from, rounds)
+    full_known = np.concatenate([np.arange(1, n0 + 1), known + n0])
+    run = algorithm(np.vstack([w, arr]), lo, hi, known_from=full_known, **kwargs)
+    p = run.probabilities[n0:]
+    return SelectionRun(algorithm=run.algorithm, member_utilities=arr, probabilities=p, chosen=run.chosen[n0:],
+                        utility_chosen=run.utility_chosen[n0:], utility_expected=run.utility_expected[n0:],
+                        eta=run.eta[n0:], seed=run.seed, lo=run.lo, hi=run.hi, gamma=run.gamma, names=run.names)
 
 
 # ---------------------------------------------------------------------------------------------- theory

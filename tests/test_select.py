@@ -71,7 +71,32 @@ def test_exp3_and_custom_pool(setup):
     assert len(res.policy_report["members"]) == 3
 
 
+def test_select_warms_up_on_the_past(setup):
+    """With a history before the first job, A3 first replays the pool on jobs that ended before it (same
+    length, same stride) and starts from what they teach; without it, from uniform weights."""
+    from spotlab.policies.select import warmup_episodes
+
+    _, job, episodes = setup
+    warm = warmup_episodes(episodes, 10)
+    assert warm is not None and warm.n == 8  # 24 h of history, 10-h windows every 2 h
+    ends = warm.starts + warm.length
+    assert ends[-1] == 24 and np.all(np.diff(warm.starts) == 2)
+    # the warm-up windows are the 24 h before the first job, slot for slot
+    np.testing.assert_array_equal(warm.avail[-1], episodes.history_avail[0, -10:])
+    on = make_policy("select", {"pool": "quick"})
+    off = make_policy("select", {"pool": "quick", "warmup": False})
+    simulate(on, episodes, job)
+    simulate(off, episodes, job)
+    assert on.report()["warmup_rounds"] == 8 and off.report()["warmup_rounds"] == 0
+    np.testing.assert_allclose(off.run_.probabilities[0], 0.2)
+    assert not np.allclose(on.run_.probabilities[0], 0.2)
+    np.testing.assert_array_equal(on.run_.member_utilities, off.run_.member_utilities)
+    no_history = job_episodes(setup[0], job, stride_hours=2, history_hours=0, max_jobs=10)
+    assert warmup_episodes(no_history, 10) is None
+
+
 @pytest.mark.parametrize("params, msg", [
+    ({"warmup": "maybe"}, "warmup='maybe' is not a valid bool"),
     ({"pool": "nope"}, "unknown pool 'nope'"),
     ({"pool": [("optimal", {})]}, "'optimal' cannot be a pool member"),
     ({"pool": []}, "the pool is empty"),

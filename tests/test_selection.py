@@ -25,6 +25,7 @@ from spotlab.selection import (
     losses_from_utilities,
     regret_bound_exp3,
     regret_bound_hedge,
+    warm_started,
 )
 
 TOL = 1e-9
@@ -327,3 +328,27 @@ def test_delayed_feedback():
     assert late.probabilities[-1, 0] > 0.9
     with pytest.raises(PolicyError, match="known only after it"):
         hedge(U, 0.0, 1.0, known_from=np.arange(60))
+
+
+def test_warm_start_is_the_same_run_with_the_past_prepended():
+    """Warm-up rounds are rounds the selector has already seen: its first choice follows them, its result
+    covers the real rounds only, and no warm-up is the algorithm itself."""
+    U = stochastic(1, T=80)
+    warm = stochastic(2, T=30, means=(0.4, 0.5, 0.7))  # the past says member 2
+    for algo in (hedge, adahedge, exp3):
+        run = warm_started(algo, warm, U, 0.0, 1.0, seed=4)
+        full = algo(np.vstack([warm, U]), 0.0, 1.0, seed=4)
+        assert run.rounds == 80 and run.algorithm == full.algorithm
+        np.testing.assert_array_equal(run.probabilities, full.probabilities[30:])
+        np.testing.assert_array_equal(run.chosen, full.chosen[30:])
+        np.testing.assert_array_equal(run.member_utilities, U)
+        np.testing.assert_array_equal(warm_started(algo, None, U, 0.0, 1.0, seed=4).probabilities,
+                                      algo(U, 0.0, 1.0, seed=4).probabilities)
+    run = warm_started(adahedge, warm, U, 0.0, 1.0)
+    assert run.probabilities[0].argmax() == 2
+    assert run.regret == pytest.approx(U.sum(axis=0).max() - run.utility_expected.sum())
+    # delayed feedback on the real rounds still applies: nothing of round 0 is known at round 1
+    late = warm_started(adahedge, warm, U, 0.0, 1.0, known_from=np.minimum(np.arange(80) + 5, 80))
+    np.testing.assert_array_equal(late.probabilities[0], late.probabilities[4])
+    with pytest.raises(PolicyError, match="warm-up utilities must be finite"):
+        warm_started(hedge, np.full((2, 3), np.nan), U, 0.0, 1.0)

@@ -32,8 +32,9 @@ import numpy as np
 
 from ..errors import PolicyError
 from ..parallel import worker_count
-from ..selection import adahedge, exp3, hedge, loglog_slope
-from ..simulator import Context, Observation, simulate
+from ..market import Market
+from ..selection import adahedge, exp3, hedge, loglog_slope, warm_started
+from ..simulator import Context, Episodes, Observation, simulate
 from .base import OnlinePolicy
 
 POOLS: dict[str, list[tuple[str, dict[str, Any]]]] = {
@@ -97,10 +98,11 @@ class Select(OnlinePolicy):
     name = "select"
 
     def __init__(self, pool: str | Sequence = "default", algorithm: str = "adahedge", eta: float | None = None,
-                 seed: int = 0, n_jobs: int = -1) -> None:
+                 warmup: bool = True, seed: int = 0, n_jobs: int = -1) -> None:
         self.pool = pool
         self.algorithm = algorithm
         self.eta = eta
+        self.warmup = warmup
         self.seed = seed
         self.n_jobs = n_jobs
 
@@ -133,11 +135,17 @@ class Select(OnlinePolicy):
             raise PolicyError(f"select: unknown algorithm {self.algorithm!r}; use one of {', '.join(ALGORITHMS)}")
         if isinstance(self.n_jobs, bool) or not isinstance(self.n_jobs, int) or self.n_jobs == 0:
             raise PolicyError(f"select: n_jobs must be a non-zero whole number (got {self.n_jobs!r})")
+        if not isinstance(self.warmup, (bool, np.bool_)):
+            raise PolicyError(f"select: warmup must be true or false (got {self.warmup!r})")
         members = self.members()
         job, ep = ctx.job, ctx.episodes
+        warm_ep = warmup_episodes(ep, ctx.horizon) if self.warmup else None
+        sets = [ep] if warm_ep is None else [ep, warm_ep]
         runs = Parallel(n_jobs=worker_count(self.n_jobs))(
-            delayed(_replay)(n, p, ep, job, ctx.settings, ctx.seed) for n, p in members)
-        U = np.stack([u for _, _, u in runs], axis=1)  # (rounds, K)
+            delayed(_replay)(n, p, e, job, ctx.settings, ctx.seed) for e in sets for n, p in members)
+        k = len(members)
+        U = np.stack([u for _, _, u in runs[:k]], axis=1)  # (rounds, K)
+        warm = np.stack([u for _, _, u in runs[k:]], axis=1) if warm_ep is not None else None
         od_max = float(np.nanmax(ep.od_price))
         lo = -(max(job.miss_penalty, 0.0) + job.n_max * od_max * ctx.horizon * ep.slot_hours)
         hi = max(job.value, lo + 1e-9)
@@ -147,10 +155,11 @@ class Select(OnlinePolicy):
         if self.algorithm == "adahedge":
             if self.eta is not None:
                 raise PolicyError("select: adahedge sets its own learning rate; eta applies to hedge and exp3")
-            self.run_ = adahedge(U, lo, hi, seed=seed, names=names, known_from=known)
+            self.run_ = warm_started(adahedge, warm, U, lo, hi, known_from=known, seed=seed, names=names)
         else:
             algo = hedge if self.algorithm == "hedge" else exp3
-            self.run_ = algo(U, lo, hi, eta=self.eta, seed=seed, names=names, known_from=known)
+            self.run_ = warm_started(algo, warm, U, lo, hi, known_from=known, eta=self.eta, seed=seed, names=names)
+        self.warmup_rounds_ = 0 if warm is None else int(warm.shape[0])
         rows = np.arange(ep.n)
         chosen = self.run_.chosen
         self.o_ = np.stack([runs[k][0][i] for i, k in zip(rows, chosen)])
@@ -182,5 +191,36 @@ class Select(OnlinePolicy):
             "member_mean_utility": [float(v) for v in U.mean(axis=0)],
             "chosen_counts": [int(c) for c in np.bincount(run.chosen, minlength=U.shape[1])],
             "final_weights": [float(v) for v in run.probabilities[-1]],
+            "warmup_rounds": int(getattr(self, "warmup_rounds_", 0)),
             "seed": int(run.seed),
         }
+
+
+def warmup_episodes(ep: Episodes, horizon: int) -> Episodes | None:
+    """Jobs that ran (and ended) in the trace's past before the first round: windows of the rounds' length,
+    at the rounds' stride (back to back if unknown), laid over the gap-free history kept before the first
+    round. None when there is no history or less of it than one window.
+
+    Why: a handful of rounds (a short trace, a coarse stride) is too few for any selector to find the
+    best member; the past is just as replayable as the rounds, so learning from it costs replays only and
+    uses nothing from the future. The on-demand price of the past is taken as the first round's (the model
+    has a constant on-demand price)."""
+    if ep.history_avail is None or ep.history_price is None:
+        return None
+    ha, hp = ep.history_avail[0], ep.history_price[0]
+    bad = np.flatnonzero(~(np.isfinite(ha) & np.isfinite(hp)))
+    start = int(bad[-1]) + 1 if bad.size else 0
+    ha, hp = ha[start:], hp[start:]
+    length = int(min(int(ep.length[0]), horizon))
+    if ha.size < length or length <= 0:
+        return None
+    stride = length
+    if ep.starts is not None and ep.n > 1:
+        gaps = np.diff(ep.starts)
+        if np.all(gaps > 0):
+            stride = max(1, int(np.median(gaps)))
+    starts = np.arange(ha.size - length, -1, -stride)[::-1]
+    requested = max(1, int(ha.max()), int(np.max(ep.avail)))
+    market = Market(avail=ha.astype(np.int64), spot_price=hp, od_price=float(ep.od_price[0, 0]),
+                    slot_hours=ep.slot_hours, requested=requested, name="warm-up")
+    return Episodes.from_windows(market, starts, starts + length, history=int(ha.size))
