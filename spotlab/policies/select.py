@@ -13,6 +13,12 @@ hindsight; Hedge's grows like sqrt(T) at worst (slope <= 0.5 on log-log axes).
 Rounds may overlap in time (a job every hour, each running 10 h): a round's outcome is then used only by
 rounds that start after its window has ended (delayed feedback), so no choice looks ahead.
 
+Warm-up (`warmup=True`, the default): the trace's past before the first round (the history the episodes
+keep for forecasters, a week by default) is cut into jobs of the same length and stride, every member is
+replayed on them, and the selector starts from those outcomes instead of uniform weights. On a few dozen
+rounds the cost of learning is most of the regret; the past is as replayable as the rounds and uses
+nothing from the future. Regret and the report cover the real rounds only.
+
 Implementation: at `reset` every member is simulated on every episode (the replay); the selection
 then runs over the rounds, and `act` plays the chosen member's recorded allocation, which reproduces
 that member's run exactly (same state, same safety net). Members are simulated in parallel (`n_jobs`).
