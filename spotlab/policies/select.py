@@ -25,8 +25,11 @@ that member's run exactly (same state, same safety net). Members are simulated i
 The normalisation range is [-(miss penalty + N_max on-demand GPUs for the whole horizon at the
 highest on-demand price), V0]: the worst and best a round can end with.
 
-Pools: "default" (15 members: 5 CHC variants spanning w, v and three predictors, and 10 prediction-free
-variants spanning theta and sigma; the CHC members dominate the cost, a window solve each v slots), "quick" (5 cheap members, for tests), or a list of
+Pools: "default" (15 members: 5 CHC variants spanning w, v and three predictors; 8 prediction-free
+variants spanning theta and sigma; and the two published prediction-free rules, uniform progress and
+greedy, which are A2's extremes — a line to the deadline, and no line at all: which of them is best
+changes from market to market, and with both in the pool A3 can follow whichever it is; it beats them
+where another member is better. The CHC members dominate the cost, a window solve each v slots), "quick" (5 cheap members, for tests), or a list of
 (policy name, params) pairs in Python.
 """
 
@@ -50,16 +53,16 @@ POOLS: dict[str, list[tuple[str, dict[str, Any]]]] = {
         ("chc", {"w": 12, "v": 4, "predictor": "persistence"}),
         ("chc", {"w": 12, "v": 1, "predictor": "seasonal_naive", "quantile": 0.9}),
         ("chc", {"w": 12, "v": 1, "predictor": "ets"}),
-        ("prediction_free", {"theta": 0.4, "sigma": 0.7}),
-        ("prediction_free", {"theta": 0.4, "sigma": 0.9}),
-        ("prediction_free", {"theta": 0.6, "sigma": 0.7}),
-        ("prediction_free", {"theta": 0.6, "sigma": 0.9}),
-        ("prediction_free", {"theta": 0.8, "sigma": 0.7}),
-        ("prediction_free", {"theta": 0.8, "sigma": 0.9}),
-        ("prediction_free", {"theta": 1.0, "sigma": 0.7}),
+        ("prediction_free", {"theta": 0.5, "sigma": 0.8}),
+        ("prediction_free", {"theta": 1.0, "sigma": 0.8}),
+        ("prediction_free", {"theta": 0.5, "sigma": 0.9}),
         ("prediction_free", {"theta": 1.0, "sigma": 0.9}),
         ("prediction_free", {"theta": 0.5, "sigma": 1.0}),
-        ("prediction_free", {"theta": 0.3, "sigma": 0.8}),
+        ("prediction_free", {"theta": 1.0, "sigma": 1.0}),
+        ("prediction_free", {"theta": 0.7, "sigma": 0.7}),
+        ("prediction_free", {"theta": 0.3, "sigma": 0.9}),
+        ("uniform_progress", {}),
+        ("greedy", {}),
     ],
     "quick": [
         ("chc", {"w": 4, "v": 1, "predictor": "persistence"}),
