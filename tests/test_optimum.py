@@ -51,12 +51,12 @@ def test_glpk_and_highs_agree_and_the_schedule_replays(case):
     job, m = case
     H = horizon_slots(job, m.slot_hours)
     args = (m.avail[:H], m.spot_price[:H], m.od_price[:H], job, m.slot_hours)
-    a = solve_optimum(*args, solver="glpk", **EXACT)
-    b = solve_optimum(*args, solver="highs", **EXACT)
+    a = solve_optimum(*args, solver="glpk", billing="full", **EXACT)
+    b = solve_optimum(*args, solver="highs", billing="full", **EXACT)
     assert a.status == b.status == "optimal"
     assert a.objective == pytest.approx(b.objective, rel=1e-6, abs=1e-6)
-    # Replayed under full billing the cost is exactly the model's; the value can only be higher
-    # (the model takes it at the end of the finishing slot).
+    # The full-billing model (Can't Be Late): replayed under full billing the cost is exactly the model's;
+    # the value can only be higher (the model takes it at the end of the finishing slot).
     pol = make_policy("optimal", {"solver": "glpk", "mip_gap": 1e-9, "n_jobs": 1})
     r = simulate(pol, m, job, SimSettings(billing="full"))
     assert r.done[0]
@@ -69,7 +69,8 @@ def test_glpk_and_highs_agree_and_the_schedule_replays(case):
         assert online.utility[0] <= r.utility[0] + slack + 1e-6, name
 
 
-def test_pyomo_solver_paths_agree():
+@pytest.mark.parametrize("billing", ["full", "fractional"])
+def test_pyomo_solver_paths_agree(billing):
     rng = np.random.default_rng(7)
     T = 30
     job = Job(work=20.0, deadline_h=24.0, hard_deadline_h=30.0, n_min=1, n_max=2, overhead_h=0.3,
@@ -77,14 +78,19 @@ def test_pyomo_solver_paths_agree():
     avail, sp = rng.integers(0, 3, T), rng.uniform(0.5, 1.5, T)
     objs = []
     for solver in ("glpk", "highs"):
-        m = build_model(avail, sp, np.full(T, 3.0), job, 1.0)
+        m = build_model(avail, sp, np.full(T, 3.0), job, 1.0, billing=billing)
         status, obj = solve_model(m, solver, time_limit=60, mip_gap=1e-9)
         assert status == "optimal"
         o, s = schedule_of(m)  # the schedule read back from the Pyomo model respects the market
         assert np.all(s <= avail) and np.all((o + s == 0) | ((o + s >= job.n_min) & (o + s <= job.n_max)))
-        assert pe.value(m.cost) == pytest.approx(float(np.sum(3.0 * o + sp * s)))
+        slots = float(np.sum(3.0 * o + sp * s))
+        if billing == "full":
+            assert pe.value(m.cost) == pytest.approx(slots)
+        else:  # at most the finishing slot is refunded
+            last = int(np.flatnonzero(o + s)[-1])
+            assert slots - (3.0 * o[last] + sp[last] * s[last]) - 1e-6 <= pe.value(m.cost) <= slots + 1e-6
         objs.append(obj)
-    matrix = solve_optimum(avail, sp, np.full(T, 3.0), job, 1.0, solver="glpk", **EXACT).objective
+    matrix = solve_optimum(avail, sp, np.full(T, 3.0), job, 1.0, solver="glpk", billing=billing, **EXACT).objective
     assert objs[0] == pytest.approx(objs[1], rel=1e-7) and matrix == pytest.approx(objs[0], rel=1e-7)
 
 

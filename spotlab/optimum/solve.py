@@ -17,7 +17,7 @@ from ..errors import SolverError
 from ..job import Job
 from . import glpk as _glpk  # noqa: F401  (registers "swiglpk" with Pyomo's SolverFactory)
 from .matrix import compile_model, solve_form, with_updates
-from .model import build_model
+from .model import BILLINGS, build_model
 
 SOLVERS = ("glpk", "highs")
 DEFAULT_GAP = 1e-4
@@ -27,7 +27,7 @@ DEFAULT_GAP = 1e-4
 class OptimumResult:
     o: np.ndarray
     s: np.ndarray
-    objective: float  # the model's utility (value at slot ends, slots billed in full)
+    objective: float  # the model's utility: the simulator's under "fractional" billing, a lower bound under "full"
     status: str  # "optimal" (within the gap) or "time_limit" (feasible, not proven)
     solver: str
     seconds: float
@@ -73,22 +73,31 @@ def solve_model(m: pe.ConcreteModel, solver: str = "glpk", time_limit: float = 6
 
 
 class OptimumProblem:
-    """The optimum of one job over `horizon` slots, compiled once and solved per window."""
+    """The optimum of one job over `horizon` slots, compiled once and solved per window; `billing` is
+    the simulator's (`SimSettings.billing`) that its schedule will be replayed under."""
 
-    def __init__(self, job: Job, horizon: int, slot_hours: float, must_finish: bool = True):
+    def __init__(self, job: Job, horizon: int, slot_hours: float, must_finish: bool = True,
+                 billing: str = "fractional"):
+        if billing not in BILLINGS:
+            raise SolverError(f"billing must be one of {', '.join(BILLINGS)}, got {billing!r}")
         self.job, self.horizon, self.slot_hours = job, int(horizon), float(slot_hours)
-        self.must_finish = must_finish
+        self.must_finish, self.billing = must_finish, billing
         self.forms_: dict = {}
+        self.refund_: dict = {}
 
     def compiled(self, constant_od: bool):
         """The compiled model; the variant with the on-demand symmetry cut needs a constant price."""
         if constant_od not in self.forms_:
             ones = np.ones(self.horizon)
             model = build_model(np.full(self.horizon, self.job.n_max), ones, ones, self.job, self.slot_hours,
-                                self.must_finish, od_shift_cut=constant_od)
+                                self.must_finish, od_shift_cut=constant_od, billing=self.billing)
             form = compile_model(model)
-            if np.any(form.index["o"] < 0) or np.any(form.index["s"] < 0):
+            names = ("o", "s", "z_o", "z_s") if self.billing == "fractional" else ("o", "s")
+            if any(np.any(form.index[k] < 0) for k in names):
                 raise SolverError("internal: the compiled optimum lost allocation columns")
+            if self.billing == "fractional":  # refund columns z[t, k] = bit k of the count x rho[t]
+                keys = list(model.z_o.index_set())
+                self.refund_[constant_od] = (np.array([t for t, _ in keys]), np.array([2.0 ** k for _, k in keys]))
             self.forms_[constant_od] = form
         return self.forms_[constant_od]
 
@@ -105,12 +114,18 @@ class OptimumProblem:
             if arr.shape != (T,) or not np.all(np.isfinite(arr)) or np.any(arr < 0):
                 raise SolverError(f"the {label} must be a finite non-negative value for each of the {T} slots")
         dt = self.slot_hours
-        base = self.compiled(bool(np.all(od == od[0])))
+        constant_od = bool(np.all(od == od[0]))
+        base = self.compiled(constant_od)
         o_cols, s_cols = base.index["o"], base.index["s"]
+        cost = {tuple(o_cols): -od * dt, tuple(s_cols): -sp * dt}
+        if self.billing == "fractional":
+            slot, weight = self.refund_[constant_od]
+            cost[tuple(base.index["z_o"])] = od[slot] * weight * dt
+            cost[tuple(base.index["z_s"])] = sp[slot] * weight * dt
         form = with_updates(
             base,
             col_hi={tuple(s_cols): np.minimum(avail, self.job.n_max).astype(float)},
-            cost={tuple(o_cols): -od * dt, tuple(s_cols): -sp * dt},
+            cost=cost,
         )
         sol = solve_form(form, solver, time_limit, mip_gap)
         o = np.round(sol.x[o_cols]).astype(np.int64)
@@ -120,7 +135,8 @@ class OptimumProblem:
 
 
 def solve_optimum(avail, spot_price, od_price, job: Job, slot_hours: float, solver: str = "glpk",
-                  time_limit: float = 60.0, mip_gap: float = DEFAULT_GAP, must_finish: bool = True) -> OptimumResult:
+                  time_limit: float = 60.0, mip_gap: float = DEFAULT_GAP, must_finish: bool = True,
+                  billing: str = "fractional") -> OptimumResult:
     """Build and solve the optimum of one window; the schedule is what the simulator replays."""
-    problem = OptimumProblem(job, len(np.asarray(avail)), slot_hours, must_finish)
+    problem = OptimumProblem(job, len(np.asarray(avail)), slot_hours, must_finish, billing)
     return problem.solve_window(avail, spot_price, od_price, solver, time_limit, mip_gap)

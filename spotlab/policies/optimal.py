@@ -2,8 +2,10 @@
 
 It is the upper bound every online policy is measured against (SPEC §4). The schedule is solved
 once per window at `reset` (in parallel over windows with joblib) and replayed slot by slot, so
-the simulator, not the model, reports its cost and utility. It does not pass through the safety
-net: the plan is feasible by construction.
+the simulator, not the model, reports its cost and utility. The model bills as the simulator's
+settings do: under fractional billing its objective is the replayed utility, so no online policy
+beats it; under full billing it values the job at the end of its finishing slot (the Can't Be Late
+convention). It does not pass through the safety net: the plan is feasible by construction.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ class Optimal(Params):
 
     def reset(self, ctx: Context) -> None:
         ep, H = ctx.episodes, ctx.horizon
-        problem = OptimumProblem(ctx.job, H, ep.slot_hours, self.must_finish)
+        problem = OptimumProblem(ctx.job, H, ep.slot_hours, self.must_finish, ctx.settings.billing)
         W = ep.n
         jobs = 1 if W < 4 else worker_count(self.n_jobs)
         chunks = np.array_split(np.arange(W), max(1, min(W, 4 * (2 if jobs == -1 else max(jobs, 1)))))
