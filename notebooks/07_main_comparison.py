@@ -27,7 +27,9 @@
 # %% tags=["parameters"]
 out_dir = "paper_figures"
 quick = False  # calm + volatile synthetic markets, 3 jobs each, quick pool: a smoke run in seconds
-markets = ["h100", "v100_prices", "v100_16", "a100", "calm", "volatile"]  # keys of setups.MARKETS
+markets = ["h100", "v100_prices", "v100_16", "a100", "calm", "volatile"]  # keys of setups.MARKETS or trace paths
+od_price = None  # your trace without prices: assumed on-demand USD per GPU-hour (None: the trace's)
+spot_share = None  # ... and spot price = spot_share x on-demand (e.g. 0.3)
 pool = "default"  # A3's pool
 predictor = "seasonal_naive"  # A1's forecaster (a real model); A1 with the oracle is always added
 w, v = 12, 1  # A1's window and commitment level (slots)
@@ -70,7 +72,8 @@ methods = cmp.default_methods(pool=pool, predictor=predictor, w=w, v=v, solver=s
 # %%
 res = cmp.main_comparison(markets, spec, methods, stride_hours=stride_hours, max_jobs=max_jobs, seed=seed,
                           out_dir=out, resume=resume, slot_hours=slot_hours,
-                          hours=24 * 9 if quick else 24 * 21, verbose=True)
+                          hours=24 * 9 if quick else 24 * 21, verbose=True, od_price=od_price,
+                          spot_share=spot_share)
 print(f"computed {len(res.computed)} (market, method) pairs, read {len(markets) * len(methods) - len(res.computed)}"
       f" back from {res.csv.name}")
 res.setups.to_csv(out / "07_setups.csv", index=False)

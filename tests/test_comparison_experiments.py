@@ -235,3 +235,27 @@ def test_default_methods_are_valid():
     assert meth["optimal"][1]["must_finish"] is False
     for name, params in meth.values():
         make_policy(name, params)
+
+
+def test_a_users_own_trace_is_a_market(tmp_path, dataset):
+    """Notebook 07 and the runners take a trace path (or PATH#ZONE) besides the built-in keys; a trace
+    without prices needs the user's assumption, stated as od_price / spot_share."""
+    from spotlab.errors import TraceError
+    from spotlab.experiments import setups
+
+    path = dataset("markets/gcp_a100_counts.csv.gz")
+    with pytest.raises(TraceError, match="no spot and no on-demand price"):
+        setups.load_market(f"{path}#asia-northeast1-a")
+    m = setups.load_market(f"{path}#asia-northeast1-a", od_price=3.67, spot_share=0.3)
+    ref = setups.load_market("a100")
+    np.testing.assert_array_equal(m.avail, ref.avail)
+    np.testing.assert_allclose(m.spot_price, ref.spot_price)
+    np.testing.assert_allclose(m.od_price, 3.67)
+    with pytest.raises(TraceError, match="neither a key of setups.MARKETS"):
+        setups.load_market(str(tmp_path / "missing.csv"))
+    with pytest.raises(TraceError, match="spot_share must be a positive"):
+        setups.load_market(f"{path}#asia-northeast1-a", od_price=3.67, spot_share=-1)
+    res = cmp.main_comparison([f"{path}#asia-northeast1-a"], setups.JobSpec(deadline_h=8),
+                          {"uniform_progress": ("uniform_progress", {}), "greedy": ("greedy", {})},
+                          stride_hours=6, max_jobs=2, od_price=3.67, spot_share=0.3)
+    assert set(res.jobs["method"]) == {"uniform_progress", "greedy"} and len(res.jobs) == 4

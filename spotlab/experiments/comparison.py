@@ -69,13 +69,15 @@ PAPER_BEST_IMPROVEMENT = 0.548  # "up to 54.8%" over the best baseline [paper ab
 # ------------------------------------------------------------------------------------------- helpers
 
 
-def _resolve_market(market: str | Market, slot_hours: float, hours: float, market_seed: int) -> tuple[str, Market]:
+def _resolve_market(market: str | Market, slot_hours: float, hours: float, market_seed: int,
+                    od_price: float | None = None, spot_share: float | None = None) -> tuple[str, Market]:
     if isinstance(market, Market):
         return market.name, market
     if isinstance(market, str):
-        return market, setups.load_market(market, slot_hours=slot_hours, hours=hours, seed=market_seed)
-    raise TraceError(f"a market is a key of setups.MARKETS ({', '.join(setups.MARKETS)}) or a Market, "
-                     f"got {type(market).__name__}")
+        return market, setups.load_market(market, slot_hours=slot_hours, hours=hours, seed=market_seed,
+                                          od_price=od_price, spot_share=spot_share)
+    raise TraceError(f"a market is a key of setups.MARKETS ({', '.join(setups.MARKETS)}), a trace path or a "
+                     f"Market, got {type(market).__name__}")
 
 
 def _check_spec(spec: setups.JobSpec | None) -> setups.JobSpec:
@@ -287,11 +289,13 @@ def main_comparison(markets: Iterable[str | Market] | Mapping[str, Market] | str
                     stride_hours: float | Mapping[str, float] = 3.0, max_jobs: int | None = None, seed: int = 0,
                     out_dir: str | Path | None = None, prefix: str = "07", resume: bool = True,
                     slot_hours: float = 1.0, hours: float = 24 * 21, market_seed: int = 0,
-                    progress: bool = False, verbose: bool = False) -> Comparison:
+                    progress: bool = False, verbose: bool = False, od_price: float | None = None,
+                    spot_share: float | None = None) -> Comparison:
     """Every method on the same job episodes of every market; incremental and resumable through `out_dir`.
 
-    `markets`: keys of `setups.MARKETS` (default: all), `Market` objects, or a mapping label -> Market.
-    `methods`: label -> (policy, params), default `default_methods()`; A3 must be labelled `A3_select` and the
+    `markets`: keys of `setups.MARKETS` (default: all), paths of one's own traces (`"PATH"` or `"PATH#ZONE"`;
+    `od_price` / `spot_share` assume prices where such a trace has none, see `setups.load_market`), `Market`
+    objects, or a mapping label -> Market. `methods`: label -> (policy, params), default `default_methods()`; A3 must be labelled `A3_select` and the
     baselines `on_demand`, `greedy`, `uniform_progress` for `improvement`. `stride_hours`: one value or one
     per market label. With `out_dir`, rows go to `<out_dir>/<prefix>_comparison_jobs.csv` per (market,
     method) as soon as they are computed; with `resume`, pairs whose rows with the same setup key are there
@@ -323,7 +327,7 @@ def main_comparison(markets: Iterable[str | Market] | Mapping[str, Market] | str
             if not isinstance(m, Market):
                 raise TraceError(f"markets[{k!r}] must be a Market, got {type(m).__name__}")
     else:
-        resolved = dict(_resolve_market(m, slot_hours, hours, market_seed) for m in markets)
+        resolved = dict(_resolve_market(m, slot_hours, hours, market_seed, od_price, spot_share) for m in markets)
     if not resolved:
         raise TraceError("main_comparison: no markets given")
     strides = {k: (stride_hours.get(k) if isinstance(stride_hours, Mapping) else stride_hours) for k in resolved}

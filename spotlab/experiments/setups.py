@@ -20,7 +20,7 @@ traces: the A100 fit, the only other profile; normalised fits differ by under 1%
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
 import numpy as np
@@ -32,7 +32,7 @@ from ..job import Job, Throughput
 from ..market import Market
 from ..simulator import Episodes, SimSettings, horizon_slots, simulate
 from ..synthetic import synthetic_market
-from ..traces import load_tidy_csv
+from ..traces import load_tidy_csv, load_trace
 
 
 @dataclass(frozen=True)
@@ -63,10 +63,13 @@ MARKETS: dict[str, MarketSpec] = {
 
 
 def load_market(key: str, slot_hours: float = 1.0, hours: float = 24 * 21, seed: int = 0,
-                zone: str | None = None) -> Market:
-    """The market `key` of `MARKETS` on a grid of `slot_hours` (synthetic: `hours` long, seeded)."""
+                zone: str | None = None, od_price: float | None = None, spot_share: float | None = None) -> Market:
+    """The market `key` of `MARKETS` on a grid of `slot_hours` (synthetic: `hours` long, seeded), or a
+    trace of one's own: `key` a path to a tidy CSV or sky_spot JSON trace, `"PATH#ZONE"` for one zone of a
+    CSV. A trace without spot prices needs `spot_share` (spot price = share x on-demand) and, if it has no
+    on-demand price either, `od_price`: a schedule needs a cost, and the assumption is the user's to state."""
     if key not in MARKETS:
-        raise TraceError(f"unknown market {key!r}; use one of {', '.join(MARKETS)}")
+        return _user_market(key, slot_hours, zone, od_price, spot_share)
     spec = MARKETS[key]
     if spec.relpath is None:
         return synthetic_market(hours, slot_hours=slot_hours, requested=8, od_price=3.0, regime=spec.regime,
@@ -76,6 +79,33 @@ def load_market(key: str, slot_hours: float = 1.0, hours: float = 24 * 21, seed:
         od = spec.od_price if spec.od_price is not None else float(np.nanmedian(market.od_price))
         market = market.with_prices(spec.spot_share * od, od)
     return market
+
+
+def _user_market(key: str, slot_hours: float, zone: str | None, od_price: float | None,
+                 spot_share: float | None) -> Market:
+    from pathlib import Path
+
+    path, _, zone_in_key = str(key).partition("#")
+    if not Path(path).is_file():
+        raise TraceError(f"unknown market {key!r}: neither a key of setups.MARKETS ({', '.join(MARKETS)}) nor a "
+                         f"trace file (tidy CSV or sky_spot JSON; 'PATH#ZONE' for one zone of a CSV)")
+    market = load_trace(path, zone or zone_in_key or None, slot_hours)
+    od = np.asarray(market.od_price, dtype=float)
+    if od_price is not None:
+        if not (np.isfinite(od_price) and od_price > 0):
+            raise TraceError(f"od_price must be a positive number of USD per GPU-hour (got {od_price!r})")
+        od = np.full(len(market), float(od_price))
+    if spot_share is not None:
+        if not (np.isfinite(spot_share) and spot_share > 0):
+            raise TraceError(f"spot_share must be a positive share of the on-demand price (got {spot_share!r})")
+        if not np.all(np.isfinite(od)):
+            raise TraceError(f"{path}: the trace has no on-demand price; give od_price (USD per GPU-hour)")
+        return replace(market, spot_price=spot_share * od, od_price=od)
+    missing = [name for name, arr in (("spot", market.spot_price), ("on-demand", od)) if not np.all(np.isfinite(arr))]
+    if missing:
+        raise TraceError(f"{path}: the trace has no {' and no '.join(missing)} price in some slots; give spot_share "
+                         f"(and od_price if it has no on-demand price) to assume them")
+    return replace(market, od_price=od) if od_price is not None else market
 
 
 @dataclass(frozen=True)
