@@ -18,6 +18,10 @@
 # differ by a few percent of the worst-case utility range that normalises the losses. The paper claims a regret of O(√T) against the best fixed pool member in hindsight:
 # on log-log axes the regret should grow with a slope of at most about 0.5.
 #
+# Every selector first replays the pool on the jobs of the week before the first round (the warm-up, what
+# `select` does by default) and starts from what they teach; `adahedge-cold` is AdaHedge from uniform
+# weights, to show what the warm-up buys.
+#
 # Default: a 30-day synthetic market in the volatile regime at 1 h slots, a job every 2 h, the 15-member
 # default pool: about 270 rounds in a few minutes on 2 cores. A real trace works too (`market =
 # "v100_prices"`, the one with real per-tick spot prices, about 450 rounds at a 2 h stride), but there the
@@ -30,7 +34,7 @@ quick = False  # synthetic calm market, quick pool, 12 rounds: a smoke run in se
 market = "volatile"  # a key of spotlab.experiments.setups.MARKETS
 hours = 24 * 30  # length of a synthetic market (real traces: ignored)
 pool = "default"  # "default" (15 members), "quick" (5) or a list of (policy, params)
-algorithms = ["adahedge", "hedge", "exp3"]  # the first drives the replay; the others reuse its utilities
+algorithms = ["adahedge", "adahedge-cold", "hedge", "exp3"]  # the first drives the replay; "-cold": no warm-up
 stride_hours = 2.0  # a new job every stride_hours
 max_jobs = None  # None: every job window of the trace
 slot_hours = 1.0

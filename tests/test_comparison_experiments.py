@@ -74,6 +74,23 @@ def test_ablation_matches_select_with_that_algorithm(market):
         assert np.array_equal(e["chosen"].to_numpy(), pol.run_.chosen)
         assert np.allclose(e["utility_chosen"].to_numpy(), res.utility)
         assert summ.set_index("algorithm").loc[algo, "regret"] == pytest.approx(pol.report()["regret"])
+    # "-cold" is the same selector without the warm-up on the trace's past (a longer market: a week of it)
+    long = synthetic_market(24 * 9, slot_hours=1.0, requested=4, od_price=3.0, regime="volatile", seed=3)
+    frame, summ = cmp.selection_runs(long, SPEC, pool=POOL, algorithms=["adahedge", "adahedge-cold"],
+                                     stride_hours=3.0, max_jobs=12, seed=2)
+    ep = setups.job_episodes(long, job, stride_hours=3.0, max_jobs=12)
+    warm = make_policy("select", {"pool": POOL})
+    simulate(warm, ep, job, SimSettings(), 2)
+    assert warm.report()["warmup_rounds"] > 40
+    assert np.array_equal(frame[frame["algorithm"] == "adahedge"]["chosen"].to_numpy(), warm.run_.chosen)
+    pol = make_policy("select", {"pool": POOL, "warmup": False})
+    simulate(pol, ep, job, SimSettings(), 2)
+    assert pol.report()["warmup_rounds"] == 0
+    cold = frame[frame["algorithm"] == "adahedge-cold"]
+    assert np.array_equal(cold["chosen"].to_numpy(), pol.run_.chosen)
+    assert summ.set_index("algorithm").loc["adahedge-cold", "regret"] == pytest.approx(pol.report()["regret"])
+    with pytest.raises(PolicyError, match="unknown selection algorithm 'hedge-warm'"):
+        cmp.selection_runs(market, SPEC, pool=POOL, algorithms=["hedge-warm"], max_jobs=3)
 
 
 def test_selection_bad_inputs(market):

@@ -33,7 +33,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -44,7 +44,7 @@ from ..errors import PolicyError, TraceError
 from ..market import Market
 from ..policies import make_policy
 from ..policies.select import ALGORITHMS, known_from
-from ..selection import SelectionRun, adahedge, exp3, hedge, loglog_slope, regret_bound_hedge
+from ..selection import SelectionRun, adahedge, exp3, hedge, loglog_slope, regret_bound_hedge, warm_started
 from ..simulator import SimSettings, horizon_slots, simulate
 from . import setups
 
@@ -172,12 +172,28 @@ def _summary(run: SelectionRun, market: str, slope_start: int | None, extra: Map
     }
 
 
-def _rerun(run: SelectionRun, algorithm: str, known: np.ndarray) -> SelectionRun:
-    """The selection `select(algorithm=...)` would make on the same replayed utilities (same range, seed)."""
-    if algorithm == run.algorithm:
+COLD = "-cold"  # suffix of an algorithm name: the same selector without the warm-up on the trace's past
+
+
+def _base_algorithm(name: str) -> str:
+    base = name.removesuffix(COLD)
+    if base not in ALGORITHMS:
+        raise PolicyError(f"unknown selection algorithm {name!r}; use one of {', '.join(ALGORITHMS)}, "
+                          f"optionally with '{COLD}' (no warm-up)")
+    return base
+
+
+def _rerun(run: SelectionRun, algorithm: str, known: np.ndarray, warm: np.ndarray | None) -> SelectionRun:
+    """The selection `select(algorithm=...)` would make on the same replayed utilities (same range, seed,
+    warm-up rounds unless the name ends in `-cold`)."""
+    base = _base_algorithm(algorithm)
+    if base == run.algorithm and not algorithm.endswith(COLD):
         return run
-    algo = {"adahedge": adahedge, "hedge": hedge, "exp3": exp3}[algorithm]
-    return algo(run.member_utilities, run.lo, run.hi, seed=run.seed, names=run.names, known_from=known)
+    algo = {"adahedge": adahedge, "hedge": hedge, "exp3": exp3}[base]
+    w = None if algorithm.endswith(COLD) else warm
+    out = warm_started(algo, w, run.member_utilities, run.lo, run.hi, known_from=known, seed=run.seed,
+                       names=run.names)
+    return replace(out, algorithm=algorithm)
 
 
 def selection_runs(market: str | Market, spec: setups.JobSpec | None = None, pool: str | Sequence = "default",
@@ -187,7 +203,8 @@ def selection_runs(market: str | Market, spec: setups.JobSpec | None = None, poo
     """A3 on `market` with each algorithm of `algorithms` (pool replayed once): (per-round frame, summary).
 
     Algorithms: those of `select` (`policies.select.ALGORITHMS`: AdaHedge, its default; Hedge with the anytime
-    worst-case rate; EXP3, the bandit ablation). `bound_hedge` is the anytime Hedge bound, for reference;
+    worst-case rate; EXP3, the bandit ablation), each started from the warm-up rounds on the trace's past as
+    `select` does, or from uniform weights with the suffix `-cold` (e.g. `adahedge-cold`). `bound_hedge` is the anytime Hedge bound, for reference;
     AdaHedge's own bound is within a constant of it.
 
     The frame has one row per (algorithm, round); the summary one row per algorithm (see `selection_run`).
@@ -197,8 +214,7 @@ def selection_runs(market: str | Market, spec: setups.JobSpec | None = None, poo
     if not algos:
         raise PolicyError(f"selection_runs: give at least one algorithm ({', '.join(ALGORITHMS)})")
     for a in algos:
-        if a not in ALGORITHMS:
-            raise PolicyError(f"unknown selection algorithm {a!r}; use one of {', '.join(ALGORITHMS)}")
+        _base_algorithm(a)
     spec = _check_spec(spec)
     _check_positive(stride_hours, "stride_hours")
     _check_max_jobs(max_jobs)
@@ -206,14 +222,14 @@ def selection_runs(market: str | Market, spec: setups.JobSpec | None = None, poo
     key, mkt = _resolve_market(market, slot_hours, hours, market_seed)
     job = spec.job(mkt)
     episodes = setups.job_episodes(mkt, job, stride_hours=stride_hours, max_jobs=max_jobs)
-    policy = make_policy("select", {"pool": pool, "algorithm": algos[0], "seed": 0, "n_jobs": n_jobs})
+    policy = make_policy("select", {"pool": pool, "algorithm": _base_algorithm(algos[0]), "seed": 0, "n_jobs": n_jobs})
     simulate(policy, episodes, job, SimSettings(), seed)
     base = policy.run_
     extra = {"stride_hours": float(stride_hours), "slot_hours": mkt.slot_hours, "pool": pool if isinstance(pool, str)
              else "custom", "sim_seed": seed, **{f"job_{k}": v for k, v in asdict(spec).items()}}
     frames, rows = [], []
     for a in algos:
-        run = _rerun(base, a, known_from(episodes, horizon_slots(job, episodes.slot_hours)))
+        run = _rerun(base, a, known_from(episodes, horizon_slots(job, episodes.slot_hours)), policy.warm_)
         frames.append(_round_frame(run, episodes.names, key))
         rows.append(_summary(run, key, slope_start, extra))
     return pd.concat(frames, ignore_index=True), pd.DataFrame(rows)
@@ -232,8 +248,7 @@ def selection_run(market: str | Market, spec: setups.JobSpec | None = None, pool
     is the cumulative expected regret against the best fixed member so far) and a summary dict with
     ``rounds, regret, regret_slope, bound_hedge`` (anytime Hedge bound at T), ``best_member`` and more.
     """
-    if algorithm not in ALGORITHMS:
-        raise PolicyError(f"unknown selection algorithm {algorithm!r}; use one of {', '.join(ALGORITHMS)}")
+    _base_algorithm(algorithm)
     frame, summary = selection_runs(market, spec, pool, [algorithm], stride_hours, max_jobs, seed, n_jobs,
                                     slot_hours, hours, market_seed, slope_start)
     return frame, summary.iloc[0].to_dict()

@@ -168,6 +168,7 @@ class Select(OnlinePolicy):
         else:
             algo = hedge if self.algorithm == "hedge" else exp3
             self.run_ = warm_started(algo, warm, U, lo, hi, known_from=known, eta=self.eta, seed=seed, names=names)
+        self.warm_ = warm  # (warm-up rounds, K) or None, kept so that other selectors can be run on the same data
         self.warmup_rounds_ = 0 if warm is None else int(warm.shape[0])
         rows = np.arange(ep.n)
         chosen = self.run_.chosen
