@@ -36,7 +36,11 @@ def run_notebook(src: Path, build: Path, out_dir: Path, quick: bool, extra: dict
     ex_dir.mkdir(parents=True, exist_ok=True)
     done_marker = ex_dir / f"{src.stem}.{key}.done"
     if done_marker.exists() and not force:
-        return {"notebook": src.stem, "status": "cached", "seconds": 0.0}
+        try:  # the wall time of the execution whose outputs are in out_dir
+            ran_s = float(json.loads(done_marker.read_text()).get("seconds", 0.0))
+        except (OSError, ValueError, AttributeError):
+            ran_s = 0.0
+        return {"notebook": src.stem, "status": "cached", "seconds": 0.0, "execution_seconds": round(ran_s, 1)}
     ipynb = nb_dir / f"{src.stem}.ipynb"
     jupytext.write(jupytext.read(src), ipynb)
     started = time.perf_counter()
@@ -44,7 +48,25 @@ def run_notebook(src: Path, build: Path, out_dir: Path, quick: bool, extra: dict
                         kernel_name="python3", progress_bar=False)
     seconds = time.perf_counter() - started
     done_marker.write_text(json.dumps({"params": params, "seconds": seconds}))
-    return {"notebook": src.stem, "status": "ran", "seconds": round(seconds, 1)}
+    return {"notebook": src.stem, "status": "ran", "seconds": round(seconds, 1), "execution_seconds": round(seconds, 1)}
+
+
+def _merged_log(path: Path, quick: bool, seconds: float, log: list[dict]) -> dict:
+    """This call's records, plus those of notebooks run by earlier calls in the same mode (`--only`, an
+    interrupted run): `execution_seconds` summed over all of them is the reproduction's wall time."""
+    earlier: list[dict] = []
+    try:
+        old = json.loads(path.read_text())
+        if bool(old.get("quick")) == bool(quick):
+            earlier = [r for r in old.get("notebooks", []) if isinstance(r, dict) and "notebook" in r]
+    except (OSError, ValueError, AttributeError):
+        pass
+    now = {r["notebook"]: r for r in log}
+    kept = [dict(r, status="earlier call") for r in earlier if r["notebook"] not in now]
+    records = sorted(kept + log, key=lambda r: r["notebook"])
+    full = sum(float(r.get("execution_seconds", r.get("seconds", 0.0))) for r in records)
+    return {"quick": bool(quick), "seconds": round(seconds, 1), "execution_seconds": round(full, 1),
+            "notebooks": records}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -76,11 +98,17 @@ def main(argv: list[str] | None = None) -> int:
                   f"  the partially executed copy is in {build / 'executed' / (src.stem + '.ipynb')}", file=sys.stderr)
             return 1
     total = time.perf_counter() - started
-    (out_dir / "reproduce_log.json").write_text(json.dumps({"quick": args.quick, "seconds": round(total, 1),
-                                                            "notebooks": log}, indent=2))
+    (out_dir / "reproduce_log.json").write_text(json.dumps(_merged_log(out_dir / "reproduce_log.json", args.quick,
+                                                                       total, log), indent=2))
     for rec in log:
         print(f"{rec['notebook']:40s} {rec['status']:7s} {rec['seconds']:8.1f} s")
     print(f"done in {total:.0f} s; figures and data in {out_dir}/")
+    try:  # the claims report must never fail a reproduction whose notebooks ran
+        from .claims import write_report
+
+        print(f"claims checked in {write_report(out_dir, args.quick)}")
+    except Exception as exc:
+        print(f"spotlab: warning: claims report not written: {type(exc).__name__}: {exc}", file=sys.stderr)
     return 0
 
 
