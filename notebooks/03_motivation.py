@@ -177,6 +177,7 @@ for key in keys:
                  "inaccurate A1 worse than A2": bool(s.loc[inacc, "utility"] < s.loc["A2", "utility"])})
 key_numbers = pd.DataFrame(rows)
 key_numbers.to_csv(out / "03_key_numbers.csv", index=False)
+figs.sweep_result(out, key_numbers, ["market"])  # headline numbers for `spotlab sweep`
 display(key_numbers.round(2).set_index("market").T)
 for r in rows:
     print(f"{r['market']}: A1 at σ={sigmas[0]:g} costs {r[f'cost {acc}']:.1f} $ vs A2 {r['cost A2']:.1f} $; "

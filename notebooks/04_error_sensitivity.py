@@ -144,6 +144,7 @@ lo, hi = min(sigmas), max(sigmas)
 table = summ.pivot_table(index=["market", "method"], columns="sigma", values="utility").round(2)
 display(table)
 table.reset_index().to_csv(out / "04_utility_table.csv", index=False)
+figs.sweep_result(out, summ[["market", "method", "sigma", "utility"]], ["market", "method", "sigma"])
 for key in markets:
     s = summ[summ["market"] == key]
     a2u = float(s[s["method"] == "A2"]["utility"].iloc[0])

@@ -137,6 +137,7 @@ for key in markets:
                      "A2_utility": a2u, "jobs": int(b["n"])})
 best = pd.DataFrame(rows)
 best.to_csv(out / "05_best_cells.csv", index=False)
+figs.sweep_result(out, best, ["market", "sigma"])  # headline numbers for `spotlab sweep`
 display(best.round(2))
 for r in rows:
     print(f"{r['market']} σ={r['sigma']:g}: best (w={r['best_w']}, v={r['best_v']}) {r['best_utility']:.1f} $, "

@@ -95,6 +95,8 @@ else:
     summary_json.write_text(json.dumps({"params": params, "summary": summary.to_dict(orient="records")},
                                        indent=1, default=str))
 print(f"{'read back' if cached else 'computed'} in {time.perf_counter() - tic:.1f} s")
+figs.sweep_result(out, summary[["algorithm", "rounds", "regret", "regret_slope", "selector_mean_utility",
+                                 "best_member_mean_utility"]], ["algorithm"])  # for `spotlab sweep`
 for r in summary.itertuples():
     print(f"{r.algorithm:6s}: {r.rounds} rounds, final expected regret {r.regret:.1f} USD "
           f"({r.regret_per_round:.2f} per round), log-log slope {r.regret_slope:.2f}, "

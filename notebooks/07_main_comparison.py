@@ -139,6 +139,8 @@ plt.show()
 # %%
 imp = res.improvement
 imp.to_csv(out / "07_improvement.csv", index=False)
+figs.sweep_result(out, imp[["market", "best_baseline_utility", "method_utility", "mean_improvement",
+                          "best_improvement"]], ["market"])  # headline numbers for `spotlab sweep`
 display(imp.round(4))
 per = imp[imp["market"] != "all"]
 fig, ax = plt.subplots(figsize=(1.3 * len(per) + 3, 4.2))

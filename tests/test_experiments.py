@@ -163,3 +163,19 @@ def test_spell_crosscheck(adrs):
     df = cbl.spell_crosscheck(adrs[0], stats)
     assert len(df) == 12
     assert df["abs_diff"].max() < 1e-9
+
+
+def test_sweep_result_flattens_a_table(tmp_path):
+    """Notebooks hand their headline numbers to `spotlab sweep` as one flat JSON object."""
+    import json
+
+    import pandas as pd
+
+    from spotlab.experiments.figures import sweep_result
+
+    t = pd.DataFrame({"market": ["h100", "calm"], "sigma": [0.0, 0.3], "utility": [1.5, float("nan")],
+                      "ok": [True, False], "note": ["a", "b"], "obj": [[1], [2]]})
+    flat = sweep_result(tmp_path, t, ["market", "sigma"])
+    assert flat == {"h100/0.0/utility": 1.5, "h100/0.0/ok": True, "h100/0.0/note": "a",
+                    "calm/0.3/utility": None, "calm/0.3/ok": False, "calm/0.3/note": "b"}
+    assert json.loads((tmp_path / "sweep_result.json").read_text()) == flat

@@ -22,6 +22,31 @@ def saver(out_dir: str | Path, prefix: str) -> Callable:
     return save
 
 
+def sweep_result(out_dir: str | Path, table: pd.DataFrame, keys: list[str]) -> dict:
+    """Write the notebook's headline numbers to `sweep_result.json` in `out_dir`, flattened as
+    `"<key values joined by />/<column>": value`, so that `spotlab sweep` puts them in its table (one row
+    per point, one column per number)."""
+    import json
+    import math
+
+    flat: dict = {}
+    for row in table.to_dict(orient="records"):
+        head = "/".join(str(row[k]) for k in keys)
+        for col, val in row.items():
+            if col in keys:
+                continue
+            if isinstance(val, (np.floating, float)):
+                val = None if not math.isfinite(float(val)) else float(val)
+            elif isinstance(val, (np.integer, np.bool_)):
+                val = val.item()
+            elif not isinstance(val, (int, bool, str)) and val is not None:
+                continue
+            flat[f"{head}/{col}" if head else str(col)] = val
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    (Path(out_dir) / "sweep_result.json").write_text(json.dumps(flat, indent=1))
+    return flat
+
+
 def by_dataset(fn: Callable, markets: Mapping[str, dict], **kw) -> pd.DataFrame:
     """Apply a per-zone statistic to every file and stack the results with a `dataset` column."""
     parts = {key: fn(ms, **kw) for key, ms in markets.items()}
