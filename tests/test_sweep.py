@@ -326,7 +326,10 @@ def test_dask_sweep_survives_a_killed_worker_and_an_interrupted_client(tmp_path,
 
     # 2. the sweep itself is interrupted; the points its workers were running finish there, the resume
     #    runs only the others and none twice
+    #    (12 points, so that on a loaded machine the interrupt still lands well before the end)
     out = tmp_path / "out2"
+    grid = grid_file(tmp_path, "x: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]\nfixed:\n  sleep_s: 1.5\n")
+    args = ["sweep", nb, "--grid", grid, "--scheduler", cluster.address, "--no-progress"]
     sweep = subprocess.Popen([sys.executable, "-m", "spotlab", *map(str, args), "--out", str(out)],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -339,6 +342,6 @@ def test_dask_sweep_survives_a_killed_worker_and_an_interrupted_client(tmp_path,
         sweep.kill()
     assert sweep.returncode == 130
     res = run_sweep(nb, grid, out, scheduler=cluster.address, progress=False)
-    assert res.ok and res.done == 6 and res.ran < 6
-    check_each_done_once(out, 6)
+    assert res.ok and res.done == 12 and res.ran < 12
+    check_each_done_once(out, 12)
     assert all(lines(d / "starts.txt") == 1 for d in point_dirs(out).values())
