@@ -330,8 +330,10 @@ def test_dask_sweep_survives_a_killed_worker_and_an_interrupted_client(tmp_path,
     out = tmp_path / "out2"
     grid = grid_file(tmp_path, "x: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]\nfixed:\n  sleep_s: 1.5\n")
     args = ["sweep", nb, "--grid", grid, "--scheduler", cluster.address, "--no-progress"]
+    # pytest-xdist workers ignore SIGINT and children inherit that: give the sweep the default handling back
     sweep = subprocess.Popen([sys.executable, "-m", "spotlab", *map(str, args), "--out", str(out)],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         wait_until(lambda: len(running_points(out)) == 2 and any((d / RECORD_FILE).exists()
                                                                   for d in point_dirs(out).values()),
