@@ -3,6 +3,8 @@ per-zone statistic over files, and the figures more than one notebook shows."""
 
 from __future__ import annotations
 
+import json
+import math
 from pathlib import Path
 from typing import Callable, Mapping
 
@@ -26,9 +28,6 @@ def sweep_result(out_dir: str | Path, table: pd.DataFrame, keys: list[str]) -> d
     """Write the notebook's headline numbers to `sweep_result.json` in `out_dir`, flattened as
     `"<key values joined by />/<column>": value`, so that `spotlab sweep` puts them in its table (one row
     per point, one column per number)."""
-    import json
-    import math
-
     flat: dict = {}
     for row in table.to_dict(orient="records"):
         head = "/".join(str(row[k]) for k in keys)

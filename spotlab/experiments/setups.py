@@ -21,6 +21,7 @@ traces: the A100 fit, the only other profile; normalised fits differ by under 1%
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
@@ -83,8 +84,6 @@ def load_market(key: str, slot_hours: float = 1.0, hours: float = 24 * 21, seed:
 
 def _user_market(key: str, slot_hours: float, zone: str | None, od_price: float | None,
                  spot_share: float | None) -> Market:
-    from pathlib import Path
-
     path, _, zone_in_key = str(key).partition("#")
     if not Path(path).is_file():
         raise TraceError(f"unknown market {key!r}: neither a key of setups.MARKETS ({', '.join(MARKETS)}) nor a "
