@@ -29,6 +29,8 @@ def run_notebook(src: Path, build: Path, out_dir: Path, quick: bool, extra: dict
     import jupytext
     import papermill as pm
 
+    from .sweep import kernel_manager_logging_to
+
     params = {"out_dir": str(out_dir.resolve()), "quick": bool(quick), **(extra or {})}
     key = hashlib.sha256(src.read_bytes() + json.dumps(params, sort_keys=True).encode()).hexdigest()[:16]
     nb_dir, ex_dir = build / "notebooks", build / "executed"
@@ -45,7 +47,8 @@ def run_notebook(src: Path, build: Path, out_dir: Path, quick: bool, extra: dict
     jupytext.write(jupytext.read(src), ipynb)
     started = time.perf_counter()
     pm.execute_notebook(str(ipynb), str(ex_dir / f"{src.stem}.ipynb"), parameters=params, cwd=str(ROOT),
-                        kernel_name="python3", progress_bar=False)
+                        kernel_name="python3", progress_bar=False,
+                        kernel_manager_class=kernel_manager_logging_to(ex_dir / f"{src.stem}.kernel.log"))
     seconds = time.perf_counter() - started
     done_marker.write_text(json.dumps({"params": params, "seconds": seconds}))
     return {"notebook": src.stem, "status": "ran", "seconds": round(seconds, 1), "execution_seconds": round(seconds, 1)}

@@ -59,6 +59,7 @@ from .errors import SpotlabError
 RESULT_FILE = "sweep_result.json"
 RECORD_FILE = "record.json"
 CLAIM_FILE = "claim"
+KERNEL_LOG = "kernel.log"  # the kernel process's own output, not the notebook's
 HEARTBEAT_S = 1.0  # how often a running point touches its claim
 STALE_S = 10.0  # a claim untouched this long belongs to a dead attempt
 RESERVED = ("out_dir",)  # set by the sweep for each point
@@ -366,6 +367,25 @@ def _read_result(point_dir: Path) -> dict[str, Scalar]:
     return data
 
 
+def kernel_manager_logging_to(log: Path) -> type:
+    """A kernel manager whose kernel writes its process-level stdout/stderr to `log`.
+
+    The kernel app logs a TCP warning and the shutdown interrupt of every point, and a race in ipykernel's
+    shutdown sometimes logs a zmq traceback; none of it is the point's result (that is in the executed copy
+    and the record), so it goes to the point's folder instead of the sweep's terminal.
+    """
+    from jupyter_client.manager import AsyncKernelManager
+
+    class PointKernelManager(AsyncKernelManager):
+        async def _async_launch_kernel(self, kernel_cmd: list[str], **kw: Any) -> None:
+            with open(log, "ab") as out:
+                kw.setdefault("stdout", out)
+                kw.setdefault("stderr", out)
+                await super()._async_launch_kernel(kernel_cmd, **kw)
+
+    return PointKernelManager
+
+
 def run_point(ipynb: str, params: dict[str, Any], key: str, point_dir: str, cwd: str,
               retry_failed: bool = False) -> dict:
     """Execute one point and write its record; runs in the sweep's process, a joblib worker or a Dask worker.
@@ -408,9 +428,7 @@ def run_point(ipynb: str, params: dict[str, Any], key: str, point_dir: str, cwd:
         try:
             pm.execute_notebook(ipynb, str(folder / Path(ipynb).name), parameters={**params, "out_dir": str(folder)},
                                 cwd=cwd, kernel_name="python3", progress_bar=False, log_output=False,
-                                # the kernel app logs a TCP warning and the shutdown interrupt of every point;
-                                # what goes wrong in a notebook is in its executed copy and the record
-                                extra_arguments=["--IPKernelApp.log_level=CRITICAL"])
+                                kernel_manager_class=kernel_manager_logging_to(folder / KERNEL_LOG))
             record["results"] = _read_result(folder)
         except Exception as exc:  # the notebook's failure is this point's result, not the sweep's
             record.update(status="failed", error=_error_line(exc), results={})

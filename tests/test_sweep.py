@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from spotlab.sweep import (CLAIM_FILE, RECORD_FILE, SweepError, load_grid, point_hash, run_point, run_sweep)
+from spotlab.sweep import (CLAIM_FILE, KERNEL_LOG, RECORD_FILE, SweepError, load_grid, point_hash, run_point, run_sweep)
 
 NOTEBOOK = '''# %% tags=["parameters"]
 x = 1
@@ -118,6 +118,7 @@ def test_failed_point_is_recorded_and_retried(tmp_path, nb):
     assert rec["status"] == "failed" and rec["error"] == "ValueError: x is 2, the point set to fail"
     assert rec["params"] == {"fail_on": 2, "x": 2} and rec["seconds"] > 0 and rec["started"] and rec["finished"]
     assert "x is 2" in p.stdout and "1 failed" in p.stdout and "--retry-failed" in p.stdout
+    assert (bad / KERNEL_LOG).is_file()  # the kernel process's own chatter goes there, not to the terminal
     for x in (1, 3):
         assert json.loads((out / "points" / point_hash({"x": x}) / RECORD_FILE).read_text())["status"] == "done"
 
