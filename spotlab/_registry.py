@@ -186,6 +186,21 @@ _ENTRIES: tuple[Entry, ...] = (
     _verbatim("skynomad-gcp-h100", "us-central1_a3-highgpu-8g.json", SKYNOMAD,
               "data/spot_price_cache/gcp/us-central1_a3-highgpu-8g.json",
               "20d9aab0bd6d3f072614c9a76597a1c407b13a56a6193b27f0875f16ada6bd2c"),
+    # --- traces/: cluster job traces (CoTune workloads), verbatim copies of single repository files ---
+    Entry(
+        "traces/alibaba-gpu-v2023/openb_pod_list_default.csv", "verbatim",
+        "1ee7ed79c27a3b0861cda8ddba86a004c6aba904caafa329a76ae93ca63834a8",
+        source=Source(Repo("alibaba", "clusterdata", "50a91c7c74abe3b658188dc78ac1dd302970d40c"),
+                      "cluster-trace-gpu-v2023/csv/openb_pod_list_default.csv",
+                      "1ee7ed79c27a3b0861cda8ddba86a004c6aba904caafa329a76ae93ca63834a8"),
+    ),
+    Entry(
+        "traces/philly/philly_job_runtime_seconds.csv", "verbatim",
+        "e99015baaea66833ebeac68d27c994aa13d83847f73b4a7c7dc71fe94b395247",
+        source=Source(Repo("alibaba", "clusterdata", "1d729891010857ac8edc60881beaa582fec94ae2"),
+                      "cluster-trace-gpu-v2020/analysis/philly_runtime.csv",
+                      "e99015baaea66833ebeac68d27c994aa13d83847f73b4a7c7dc71fe94b395247"),
+    ),
     # --- sky_spot_traces/: members of tar archives or curated files: local only ---
     _local("sky_spot_traces/skynomad-gcp-h100/us-central1-a_h100_16__full.json",
            "bba0d39404eadca0d63f71f982a196ee404aa4d8e5e80f3a665f1355abe6173d", _SKYNOMAD_REASON),

@@ -56,6 +56,20 @@ Analytical model of one optimiser step on n GPUs (each GPU processes `tokens_per
   node's network bandwidth per GPU. Per-hop latencies (5 us NVLink, 10 us InfiniBand) are **assumptions**.
 - `overhead_s`: fixed time per step that does not shrink with more GPUs (optimizer step over the adapters,
   data loading, logging, kernel launches): **assumption** 50 ms.
+
+Full fine-tuning (`TrainSetup(method="full")`, used by the CoTune run generator)
+-------------------------------------------------------------------------------
+Every weight is trained: 6 N FLOPs per token plus attention [Kaplan et al. 2020]. Model states are sharded over
+the n GPUs as in PyTorch FSDP / ZeRO-3 [Rajbhandari et al. 2020, "ZeRO", arXiv:1910.02054 §5]: 16 bytes per
+parameter (BF16 weights and gradients, fp32 master weights and two Adam moments) divided by n. Its traffic per
+step is a reduce-scatter of the gradients and two all-gathers of the weights (forward and backward), each
+(n-1)/n of the BF16 model size: 1.5x the ring all-reduce of the same bytes [ZeRO §7.2.2].
+
+Utilisation vs micro-batch (`mfu_half_tokens`, off by default)
+---------------------------------------------------------------
+Small micro-batches leave the GPU memory-bound, so achieved utilisation grows with the tokens of one
+micro-step t and saturates: `mfu(t) = mfu * t / (t + mfu_half_tokens)` (a saturating curve; the half-point
+is an **assumption** set by the caller; 0 keeps `mfu` constant as in the paper's profiles).
 """
 
 from __future__ import annotations
@@ -74,7 +88,7 @@ from .job import Throughput
 
 __all__ = [
     "ProfileError", "ModelSpec", "GPUSpec", "TrainSetup", "LinearFit", "MODELS", "GPUS",
-    "flops_per_token", "memory_gb", "step_breakdown", "profile", "load_measured", "fit_linear",
+    "flops_per_token", "memory_gb", "step_breakdown", "trained_params", "achieved_mfu", "METHODS", "profile", "load_measured", "fit_linear",
     "paper_profiles", "job_throughput", "fits_table", "expected_max_normal", "with_setup", "PAPER_COUNTS",
 ]
 
@@ -162,19 +176,25 @@ class TrainSetup:
     bucket_mb: float = 25.0  # PyTorch DDP default bucket size
     recompute: bool = False  # activation (gradient) checkpointing
     flash_attention: bool = True  # no s x s attention matrices kept for the backward pass
+    method: str = "lora"  # "lora" (frozen BF16 weights, trained adapters) or "full" (FSDP-sharded, module doc)
+    mfu_half_tokens: float = 0.0  # micro-step tokens at which utilisation is half its peak (0: constant)
 
     def __post_init__(self) -> None:
         ok = (self.seq_len >= 1 and self.micro_batch >= 1 and self.grad_accum >= 1
               and (self.mfu is None or 0 < self.mfu <= 1) and self.overhead_s >= 0 and self.jitter_cv >= 0
-              and self.grad_bytes >= 1 and self.bucket_mb > 0)
+              and self.grad_bytes >= 1 and self.bucket_mb > 0 and self.mfu_half_tokens >= 0)
         if not ok:
             raise ProfileError(f"bad training setup {self}: sizes must be >= 1, 0 < mfu <= 1, overheads >= 0")
+        if self.method not in METHODS:
+            raise ProfileError(f"unknown fine-tuning method {self.method!r}; use one of {', '.join(METHODS)}")
 
     @property
     def tokens_per_gpu(self) -> int:
         """Tokens one GPU processes per optimiser step."""
         return int(self.seq_len * self.micro_batch * self.grad_accum)
 
+
+METHODS = ("lora", "full")
 
 _H = 4096
 MODELS: dict[str, ModelSpec] = {
@@ -249,29 +269,52 @@ def expected_max_normal(n: int) -> float:
 
 
 def flops_per_token(model: str | ModelSpec, setup: TrainSetup | None = None) -> float:
-    """Training FLOPs per token of LoRA fine-tuning: 4 N + 6 N_lora + 12 L s d (+ recompute), see module doc."""
+    """Training FLOPs per token: LoRA 4 N + 6 N_lora + 12 L s d, full 6 N + 12 L s d (+ recompute), module doc."""
     m, s = _model(model), setup or TrainSetup()
     attn = 4.0 * m.n_layers * s.seq_len * m.hidden  # forward QK^T and AV
     fwd = 2.0 * m.matmul_params + attn
-    bwd_act = 2.0 * m.matmul_params + 2 * attn  # activation gradients only: frozen weights need no dW
-    lora = 6.0 * m.trainable_params
-    return fwd + bwd_act + lora + (fwd if s.recompute else 0.0)
+    bwd_act = 2.0 * m.matmul_params + 2 * attn  # activation gradients
+    if s.method == "full":
+        train = 2.0 * m.matmul_params  # weight gradients of every matmul
+    else:
+        train = 6.0 * m.trainable_params  # frozen weights need no dW; the adapters are trained
+    return fwd + bwd_act + train + (fwd if s.recompute else 0.0)
 
 
-def memory_gb(model: str | ModelSpec, setup: TrainSetup | None = None) -> float:
-    """Rough peak memory per GPU (GB): BF16 frozen weights, fp32 adapters with gradients and Adam states
-    (16 bytes per trainable parameter), and activations per layer `s b d (34 + 5 a s / d)` bytes
-    [Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models",
-    arXiv:2205.05198 §4] (without the `5 a s / d` attention-matrix term under FlashAttention; only the
-    `2 s b d` layer inputs kept under recomputation)."""
+def trained_params(model: str | ModelSpec, setup: TrainSetup | None = None) -> float:
+    """Parameters whose gradients are synchronised: all of them (full) or the adapters (LoRA)."""
     m, s = _model(model), setup or TrainSetup()
+    return float(m.n_params) if s.method == "full" else float(m.trainable_params)
+
+
+def achieved_mfu(gpu: str | GPUSpec, setup: TrainSetup | None = None) -> float:
+    """Utilisation of the GPU's peak at this setup's micro-step size (module doc)."""
+    g, s = _gpu(gpu), setup or TrainSetup()
+    mfu = g.mfu if s.mfu is None else s.mfu
+    if s.mfu_half_tokens > 0:
+        t = s.seq_len * s.micro_batch
+        mfu *= t / (t + s.mfu_half_tokens)
+    return mfu
+
+
+def memory_gb(model: str | ModelSpec, setup: TrainSetup | None = None, n: int = 1) -> float:
+    """Rough peak memory per GPU (GB) on n GPUs. LoRA: BF16 frozen weights, fp32 adapters with gradients and
+    Adam states (16 bytes per trainable parameter); full: 16 bytes per parameter sharded over the n GPUs
+    (module doc). Plus activations per layer `s b d (34 + 5 a s / d)` bytes [Korthikanti et al. 2022,
+    "Reducing Activation Recomputation in Large Transformer Models", arXiv:2205.05198 §4] (without the
+    `5 a s / d` attention-matrix term under FlashAttention; only the `2 s b d` layer inputs kept under
+    recomputation)."""
+    m, s = _model(model), setup or TrainSetup()
+    if int(n) != n or n < 1:
+        raise ProfileError(f"GPU count must be an integer >= 1 (got {n})")
     sbh = s.seq_len * s.micro_batch * m.hidden
     if s.recompute:
         act = 2.0 * sbh * m.n_layers
     else:
         per = 34.0 + (0.0 if s.flash_attention else 5.0 * m.n_heads * s.seq_len / m.hidden)
         act = sbh * per * m.n_layers
-    return (2.0 * m.n_params + 16.0 * m.trainable_params + act) / 1e9
+    states = 16.0 * m.n_params / int(n) if s.method == "full" else 2.0 * m.n_params + 16.0 * m.trainable_params
+    return (states + act) / 1e9
 
 
 def step_breakdown(model: str | ModelSpec, gpu: str | GPUSpec, n: int, setup: TrainSetup | None = None) -> dict:
@@ -280,11 +323,12 @@ def step_breakdown(model: str | ModelSpec, gpu: str | GPUSpec, n: int, setup: Tr
     if int(n) != n or n < 1:
         raise ProfileError(f"GPU count must be an integer >= 1 (got {n})")
     n = int(n)
-    mfu = g.mfu if s.mfu is None else s.mfu
-    compute = flops_per_token(m, s) * s.tokens_per_gpu / (g.peak_tflops * 1e12 * mfu)
+    compute = flops_per_token(m, s) * s.tokens_per_gpu / (g.peak_tflops * 1e12 * achieved_mfu(g, s))
     sync = compute * s.jitter_cv * expected_max_normal(n)
-    grad = m.trainable_params * s.grad_bytes
+    grad = trained_params(m, s) * s.grad_bytes
     buckets = max(1, math.ceil(grad / (s.bucket_mb * 1e6)))
+    if s.method == "full":  # FSDP: reduce-scatter + two all-gathers = 1.5 all-reduces of the same bytes
+        grad *= 1.5
     if n == 1:
         comm = 0.0
     elif n <= g.gpus_per_node:

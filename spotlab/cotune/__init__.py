@@ -1,0 +1,1 @@
+"""CoTune: configuration knowledge for fine-tuning jobs (SPEC §8)."""
