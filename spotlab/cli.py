@@ -147,6 +147,10 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--retry-failed", action="store_true", help="run the points recorded as failed again")
     w.add_argument("--no-progress", action="store_true", help="no progress bar")
 
+    from .cotune.cli import add_parsers as cotune_parsers
+
+    cotune_parsers(sub, _finite)
+
     sub.add_parser("policies", help="list the registered policies")
     d = sub.add_parser("data", help="show where spotlab finds its datasets")
     d.add_argument("--json", action="store_true")
@@ -322,11 +326,20 @@ def cmd_data(args) -> int:
     return 0
 
 
+def _cotune(name: str):
+    def run(args) -> int:
+        from .cotune import cli
+
+        return getattr(cli, name)(args)
+
+    return run
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     handler = {"simulate": cmd_simulate, "forecast": cmd_forecast, "policies": cmd_policies, "data": cmd_data,
-               "sweep": cmd_sweep}[args.command]
+               "sweep": cmd_sweep, "configs": _cotune("cmd_configs"), "cluster": _cotune("cmd_cluster")}[args.command]
     try:
         return handler(args)
     except SpotlabError as exc:

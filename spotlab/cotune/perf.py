@@ -33,13 +33,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Any, Mapping
 
 import numpy as np
 
 from .. import profiles
 from ..profiles import GPUSpec, ModelSpec, TrainSetup
-from .space import VALUES, Config, ConfigError, as_config, rule_violations
+from .space import Config, ConfigError, as_config, rule_violations
 
 __all__ = ["MODELS", "GPUS", "SOFTWARE", "Software", "PerfModel", "DEFAULT"]
 
@@ -93,8 +94,8 @@ class PerfModel:
     # ---------------------------------------------------------------------------------------------- pieces
     def specs(self, config: Config | Mapping[str, Any]) -> tuple[Config, ModelSpec, GPUSpec, TrainSetup]:
         """The profile model's inputs for a configuration (per-GPU batch = batch_size / number_gpus)."""
-        c = as_config(config, VALUES | {"number_gpus": range(1, 1 << 20), "batch_size": range(1, 1 << 20),
-                                        "tokens_per_sample": range(1, 1 << 20)})
+        c = as_config(config, {"model_name": MODELS, "gpu_model": GPUS, "software_version": SOFTWARE,
+                               "method": profiles.METHODS})
         m, g, sw = MODELS[c.model_name], GPUS[c.gpu_model], SOFTWARE[c.software_version]
         setup = TrainSetup(seq_len=c.tokens_per_sample, micro_batch=max(1, c.per_gpu_batch), grad_accum=1,
                            mfu=min(1.0, g.mfu * sw.mfu_scale), overhead_s=self.overhead_s,
@@ -104,8 +105,7 @@ class PerfModel:
 
     def memory_gb(self, config: Config | Mapping[str, Any]) -> float:
         """Peak memory per GPU (GB) the configuration needs."""
-        c, m, _, setup = self.specs(config)
-        return profiles.memory_gb(m, setup, c.number_gpus)
+        return _memory_gb(self, as_config(config))
 
     def usable_gb(self, gpu_model: str) -> float:
         if gpu_model not in GPUS:
@@ -137,10 +137,7 @@ class PerfModel:
 
     def throughput(self, config: Config | Mapping[str, Any]) -> float:
         """Noise-free dataset tokens per second over all GPUs if it runs (NaN if invalid by the rules)."""
-        c, m, g, setup = self.specs(config)
-        if rule_violations(c):
-            return math.nan
-        return float(profiles.step_breakdown(m, g, c.number_gpus, setup)["throughput"])
+        return _throughput(self, as_config(config))
 
     # ---------------------------------------------------------------------------------------------- a run
     def measure(self, config: Config | Mapping[str, Any], rng: np.random.Generator) -> tuple[bool, float]:
@@ -152,6 +149,20 @@ class PerfModel:
 
     def with_(self, **changes: Any) -> "PerfModel":
         return replace(self, **changes)
+
+
+@lru_cache(maxsize=65536)
+def _throughput(perf: PerfModel, config: Config) -> float:  # pure; cached: schedulers ask the same configs often
+    c, m, g, setup = perf.specs(config)
+    if rule_violations(c):
+        return math.nan
+    return float(profiles.step_breakdown(m, g, c.number_gpus, setup)["throughput"])
+
+
+@lru_cache(maxsize=65536)
+def _memory_gb(perf: PerfModel, config: Config) -> float:
+    c, m, _, setup = perf.specs(config)
+    return profiles.memory_gb(m, setup, c.number_gpus)
 
 
 DEFAULT = PerfModel()

@@ -98,7 +98,7 @@ def as_config(values: Config | Mapping[str, Any], known: Mapping[str, Iterable[A
             v = iv
         else:
             v = str(v)
-        if known is not None and n in known and v not in tuple(known[n]):
+        if known is not None and n in known and v not in known[n]:
             raise ConfigError(f"{n}={v!r} is not one of {list(known[n])}")
         out[n] = v
     return Config(**out)

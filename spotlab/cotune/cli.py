@@ -1,0 +1,173 @@
+"""`spotlab configs` (prediction accuracy, recommendations) and `spotlab cluster` (the cluster experiment).
+
+Wired into the `spotlab` command line by `spotlab.cli`; errors are `SpotlabError`s, printed there as one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from .space import ConfigError
+
+
+def _ints(text: str) -> list[int]:
+    try:
+        out = [int(t) for t in text.split(",") if t.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated whole numbers, got {text!r}") from None
+    if not out or min(out) < 1:
+        raise argparse.ArgumentTypeError(f"expected whole numbers >= 1, got {text!r}")
+    return out
+
+
+def _names(text: str) -> list[str]:
+    out = [t.strip() for t in text.split(",") if t.strip()]
+    if not out:
+        raise argparse.ArgumentTypeError("give at least one name")
+    return out
+
+
+def _part(text: str) -> tuple[float, float]:
+    try:
+        a, b = (float(t) for t in text.split(":"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected START:END fractions such as 0.5:1, got {text!r}") from None
+    return a, b
+
+
+def add_parsers(sub: Any, finite: Any) -> None:
+    c = sub.add_parser("configs", help="CoTune: predict validity and throughput of fine-tuning configurations",
+                       description="Train the validity classifier and throughput regressor on historical runs "
+                                   "(a file in the public schema, or runs generated from the analytical model), "
+                                   "report their held-out errors and learning curve, and optionally recommend a "
+                                   "configuration for a partial one.")
+    c.add_argument("--runs", help="CSV/Parquet of runs (columns model_name, method, gpu_model, number_gpus, "
+                                  "batch_size, tokens_per_sample, is_valid, dataset_tokens_per_second)")
+    c.add_argument("--n-runs", type=int, default=5000, help="runs to generate when --runs is not given (5000)")
+    c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--sizes", type=_ints, default=[100, 300, 600, 1000, 2000],
+                   help="learning-curve training sizes (comma-separated)")
+    c.add_argument("--repeats", type=int, default=3, help="learning-curve repeats per size")
+    c.add_argument("--recommend", action="append", default=[], metavar="KEY=VALUE",
+                   help="a fixed parameter of the job to complete (repeat), e.g. --recommend model_name=llama2-7b")
+    c.add_argument("--objective", default="throughput_per_gpu",
+                   choices=["fewest_gpus", "throughput_per_gpu", "throughput"])
+    c.add_argument("--out", help="folder for learning_curve.csv and summary.json")
+    c.add_argument("--json", action="store_true", help="print one JSON object")
+
+    k = sub.add_parser("cluster", help="CoTune: job completion time per scheduling policy and configuration source",
+                       description="Replay a part of the Alibaba GPU trace (arrivals, GPU counts) with Philly "
+                                   "runtimes as fine-tuning jobs on a heterogeneous cluster, once per scheduling "
+                                   "policy and configuration source, and report mean/p95 JCT and GPU-hours wasted.")
+    k.add_argument("--cluster", default="A100-80GB:4x8,L40S-48GB:8x4", help="pools GPU:NODESxGPUS_PER_NODE,...")
+    k.add_argument("--part", type=_part, default=(0.5, 1.0),
+                   help="fraction of the trace's observed span (default 0.5:1, the half the notebooks do not use)")
+    k.add_argument("--n-jobs", type=int, help="first N jobs of that part")
+    k.add_argument("--load", type=finite("load", positive=True), default=0.4,
+                   help="offered load the arrivals are scaled to (GPU-time of the best configurations / capacity)")
+    k.add_argument("--max-runtime-h", type=finite("max runtime", positive=True), default=48.0,
+                   help="cap on Philly runtimes in hours (48)")
+    k.add_argument("--policies", type=_names, default=["fifo", "sia"])
+    k.add_argument("--sources", type=_names, default=["user", "profiling", "predicted", "oracle"],
+                   help="user, profiling, predicted, oracle")
+    k.add_argument("--train-runs", type=int, default=5000, help="historical runs the predicted source learns from")
+    k.add_argument("--runs", help="train the predicted source on this runs file instead")
+    k.add_argument("--seed", type=int, default=0)
+    k.add_argument("--results", help="CSV the runs are appended to (resumes: runs already in it are skipped)")
+    k.add_argument("--json", action="store_true", help="print JSON records")
+
+
+def _kv(items: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for it in items:
+        if "=" not in it:
+            raise ConfigError(f"--recommend expects KEY=VALUE, got {it!r}")
+        key, val = (t.strip() for t in it.split("=", 1))
+        out[key] = int(val) if val.isdigit() else val
+    return out
+
+
+def cmd_configs(args: argparse.Namespace) -> int:
+    from .experiment import train_knowledge
+    from .predict import config_split, evaluate, learning_curve
+    from .recommend import Recommender
+    from .runs import generate_runs, load_runs
+
+    if args.n_runs < 20:
+        raise ConfigError(f"--n-runs must be >= 20 (got {args.n_runs})")
+    runs = load_runs(args.runs) if args.runs else generate_runs(args.n_runs, seed=args.seed)
+    train, test = config_split(runs, seed=args.seed)
+    scores = evaluate(train, test, random_state=args.seed)
+    curve = learning_curve(runs, sizes=args.sizes, repeats=args.repeats, seed=args.seed)
+    mean = curve.groupby("size")[["validity_error", "throughput_error"]].mean().reset_index()
+    summary: dict[str, Any] = {"runs": len(runs), "source": args.runs or f"generated (seed {args.seed})",
+                               "seed": args.seed, **{k: v for k, v in scores.items()}}
+    if args.recommend:
+        rec = Recommender(train_knowledge(runs=runs, seed=args.seed)).recommend(_kv(args.recommend), args.objective)
+        summary["recommendation"] = {**rec.config.as_dict(), "p_valid": rec.p_valid,
+                                     "predicted_tokens_per_second": rec.tokens_per_second,
+                                     "objective": rec.objective}
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        curve.to_csv(out / "learning_curve.csv", index=False)
+        (out / "summary.json").write_text(json.dumps(summary, indent=2, default=float))
+    if args.json:
+        print(json.dumps({**summary, "learning_curve": mean.to_dict(orient="records")}, default=float))
+        return 0
+    print(f"{summary['runs']} runs ({summary['source']}); held-out configurations: {scores['n_test']} runs")
+    print(f"validity error   {scores['validity_error']:.1%}  (majority class {scores['validity_error_majority']:.1%})")
+    print(f"throughput error {scores['throughput_error']:.1%}  (training median {scores['throughput_error_median']:.1%})")
+    print("learning curve (mean over repeats):")
+    for r in mean.itertuples():
+        print(f"  {int(r.size):6d} runs: validity {r.validity_error:.1%}, throughput {r.throughput_error:.1%}")
+    if "recommendation" in summary:
+        r = summary["recommendation"]
+        print(f"recommended ({r['objective']}): " + ", ".join(f"{k}={r[k]}" for k in rec.config.as_dict())
+              + f"  -> P(valid) {r['p_valid']:.2f}, {r['predicted_tokens_per_second']:,.0f} tokens/s")
+    return 0
+
+
+def cmd_cluster(args: argparse.Namespace) -> int:
+    from .cluster import POLICIES, Cluster
+    from .experiment import Settings, compare, train_knowledge
+    from .jobs import fine_tune_jobs, offered_load, scaled, time_scale_for_load
+    from .runs import load_runs
+    from .workload import trace_workload
+
+    unknown = [p for p in args.policies if p not in POLICIES]
+    if unknown:
+        raise ConfigError(f"unknown policy {unknown}; use {', '.join(POLICIES)}")
+    bad = [s for s in args.sources if s not in ("user", "profiling", "predicted", "oracle")]
+    if bad:
+        raise ConfigError(f"unknown configuration source {bad}; use user, profiling, predicted, oracle")
+    cluster = Cluster.parse(args.cluster)
+    trace = trace_workload(part=args.part, n_jobs=args.n_jobs, seed=args.seed,
+                           max_runtime_s=args.max_runtime_h * 3600.0)
+    jobs = fine_tune_jobs(trace, cluster, seed=args.seed)
+    factor = time_scale_for_load(jobs, cluster, args.load)
+    jobs = scaled(jobs, factor)
+    sources: dict[str, Any] = {}
+    for s in args.sources:
+        if s == "predicted":
+            runs = load_runs(args.runs) if args.runs else None
+            sources[s] = train_knowledge(args.train_runs, seed=args.seed, runs=runs)
+        else:
+            sources[s] = s
+    tag = f"train_runs={args.train_runs} runs={Path(args.runs).resolve() if args.runs else None}"
+    table = compare(cluster, jobs, sources, args.policies, Settings(seed=args.seed), results_csv=args.results,
+                    progress=not args.json, tag=tag)
+    table["time_scale"] = factor
+    table["offered_load"] = offered_load(jobs, cluster)
+    if args.json:
+        print(table.to_json(orient="records"))
+        return 0
+    print(f"{len(jobs)} jobs (trace part {args.part[0]:g}:{args.part[1]:g}), cluster {cluster} "
+          f"({cluster.gpus} GPUs), arrivals x{factor:.3g} for offered load {args.load:g}, seed {args.seed}")
+    cols = ["policy", "source", "mean_jct_h", "p95_jct_h", "gpu_hours_wasted", "utilisation", "jobs_failed",
+            "jct_change_vs_user"]
+    print(table[[c for c in cols if c in table.columns]].to_string(index=False, float_format=lambda v: f"{v:.3g}"))
+    return 0
