@@ -32,6 +32,8 @@ bench: setup
 	$(PY) benchmarks/bench_optimum.py
 	$(PY) benchmarks/bench_chc.py
 	$(PY) benchmarks/bench_predict.py
+	$(PY) benchmarks/bench_cluster.py
+	$(PY) benchmarks/bench_sweep.py
 
 clean:
 	rm -rf build .pytest_cache .hypothesis

@@ -53,7 +53,7 @@ def _selection(path, rounds=270, slope=0.31):
 
 def test_missing_files_are_not_run(tmp_path):
     got = claims.evaluate(tmp_path)
-    assert [c.id for c in got] == [str(i) for i in range(1, 9)]
+    assert [c.id for c in got] == [str(i) for i in range(1, 9)] + ["C1", "C2"]
     assert {c.verdict for c in got} == {"not run"}
 
 
@@ -149,7 +149,7 @@ def test_write_report(tmp_path):
     assert "[00_throughput_vs_gpus.png](00_throughput_vs_gpus.png)" in text
     assert "![" in text and "**deviates**" in text and "**not run**" in text
     rows = [ln for ln in text.splitlines() if ln.startswith("| ") and "**" in ln]
-    assert len(rows) == 8 and all(ln.count(" | ") == 4 for ln in rows)
+    assert len(rows) == 10 and all(ln.count(" | ") == 4 for ln in rows)
 
 
 def test_write_report_reads_log_and_full_mode(tmp_path):
@@ -179,7 +179,31 @@ def test_reproduce_writes_the_report(tmp_path, monkeypatch):
 @pytest.mark.parametrize("fn", claims.CLAIMS)
 def test_every_claim_survives_garbage(tmp_path, fn):
     for name in ("00_fits.csv", "02_best_models.csv", "03_key_numbers.csv", "04_utility_table.csv",
-                 "05_best_cells.csv", "05_utility_heatmap.csv", "07_improvement.csv", "01b_crosscheck.csv"):
+                 "05_best_cells.csv", "05_utility_heatmap.csv", "07_improvement.csv", "01b_crosscheck.csv",
+                 "08_key_numbers.csv", "09_jct_by_source.csv"):
         (tmp_path / name).write_text("a,b\n1,2\n")
     (tmp_path / "06_selection_summary.json").write_text("[1, 2")
     assert fn(tmp_path).verdict == "cannot compare"
+
+
+def test_cotune_claims(tmp_path):
+    key = {"data": "generated", "n_train_full": 3973, "validity_error_full": 0.01, "throughput_error_full": 0.05,
+           "size_near_600": 600, "throughput_error_at_600": 0.10}
+    pd.DataFrame([key]).to_csv(tmp_path / "08_key_numbers.csv", index=False)
+    c = claims.cotune_prediction(tmp_path)
+    assert c.verdict == "holds" and "generated" in c.detail and "5.0%" in c.ours
+    pd.DataFrame([{**key, "throughput_error_full": 0.2}]).to_csv(tmp_path / "08_key_numbers.csv", index=False)
+    assert claims.cotune_prediction(tmp_path).verdict == "deviates"
+
+    def jct(fifo, sia):
+        rows = [{"seed": sd, "policy": p, "source": s, "mean_jct_h": 1.0, "jct_change_vs_user": v}
+                for sd in (0, 1) for p, ch in (("fifo", fifo), ("sia", sia))
+                for s, v in (("user", 0.0), ("predicted", ch), ("oracle", ch))]
+        pd.DataFrame(rows).to_csv(tmp_path / "09_jct_by_source.csv", index=False)
+        return claims.cotune_jct(tmp_path)
+
+    assert jct(-0.5, -0.4).verdict == "holds"
+    c = jct(-0.1, -0.4)
+    assert c.verdict == "deviates" and "fifo: predicted -10.0%" in c.ours and "2 seed(s)" in c.detail
+    pd.DataFrame([{"policy": "fifo"}]).to_csv(tmp_path / "09_jct_by_source.csv", index=False)
+    assert claims.cotune_jct(tmp_path).verdict == "cannot compare"
