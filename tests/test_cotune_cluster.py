@@ -206,7 +206,7 @@ def scenarios(draw, one_pool: bool = False, failing: bool = True):
     n = draw(st.integers(1, 16))
     jobs = [SimJob(i, float(draw(st.integers(0, 20))), draw(st.floats(1, 100)),
                    tuple(draw(st.lists(option, min_size=0 if failing else 1, max_size=3))),
-                   draw(st.sampled_from([0.0, 0.0, 7.5])))
+                   draw(st.sampled_from([0.0, 0.0, 7.5])), draw(st.integers(0, 3)))
             for i in range(n)]
     return Cluster(pools), jobs
 

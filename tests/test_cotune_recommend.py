@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spotlab.cotune.cluster import Cluster, simulate
+from spotlab.cotune.cluster import Cluster, Option, SimJob, simulate
 from spotlab.cotune.experiment import Settings, compare, train_knowledge
 from spotlab.cotune.jobs import (fine_tune_jobs, offered_load, outcome, scaled, sim_jobs, time_scale_for_load)
 from spotlab.cotune.knowledge import NoisyKnowledge, OracleKnowledge
@@ -119,13 +119,30 @@ def test_sources_share_what_really_happens(predicted):
             for o in sj.options:
                 key = (sj.job_id, o.label, o.gpus)
                 assert seen.setdefault(key, (o.fails, o.true_rate)) == (o.fails, o.true_rate)
-            if src == "oracle":
-                assert not any(o.fails for o in sj.options) and sj.setup_s == 0
+            if src == "oracle":  # its own options never fail; the user's trial and error only as fallback
+                assert sj.primary > 0 and not any(o.fails for o in sj.options[:sj.primary]) and sj.setup_s == 0
+                assert all(o.est_rate == 0 for o in sj.options[sj.primary:])
+            if src == "user":
+                assert sj.primary == 0
             if src == "profiling":
                 assert sj.setup_s > 0
     j = jobs[0]
     cfg = dict(j.best)
     assert outcome(j.job_id, cfg, 1) == outcome(j.job_id, cfg, 1)
+
+
+def test_fallback_runs_only_after_the_primary_options_failed():
+    ok = Option("A100-80GB", 1, 10.0, 10.0, False, "a")
+    bad = Option("A100-80GB", 1, 10.0, 0.0, True, "b")
+    cl = Cluster.parse("A100-80GB:1x1")
+    res = simulate(cl, [SimJob(0, 0.0, 100.0, (bad, ok), primary=1)], "fifo", fail_after_s=5.0)
+    att = res.attempts.sort_values("start_s")
+    assert list(att["outcome"]) == ["oom", "done"] and res.jobs["finish_s"].item() == pytest.approx(15.0)
+    # without the primary split FIFO would take the fallback whenever the primary one does not fit now
+    big = Option("A100-80GB", 2, 40.0, 40.0, False, "big")
+    res = simulate(Cluster.parse("A100-80GB:1x2"), [SimJob(0, 0.0, 100.0, (big,)),
+                                                   SimJob(1, 1.0, 100.0, (big, ok), primary=1)], "fifo")
+    assert res.jobs.set_index("job_id").loc[1, "gpus"] == 2  # waited for its own option
 
 
 def test_oracle_jobs_all_finish_and_user_jobs_waste_gpu_time():

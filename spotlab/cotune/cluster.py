@@ -15,6 +15,8 @@ Semantics (non-preemptive):
   a job none of whose options can ever fit is *rejected* with the reason, never left to hang.
 - **runs**: a failing option (out of memory, invalid configuration) holds its GPUs for ``fail_after_s``, then the
   job is re-queued at the tail with that option removed; once its options are exhausted the job is *failed*.
+  With `SimJob.primary = k > 0` only the first k options are offered until all of them have failed, then the
+  rest (fallbacks, e.g. trial and error after wrong predictions).
   A successful run holds its GPUs for ``setup_s + work / true_rate``; the setup part (profiling) is wasted.
 - **policies** (`POLICIES`), applied after each batch of same-time events:
 
@@ -172,6 +174,7 @@ class SimJob:
     work: float
     options: tuple[Option, ...]
     setup_s: float = 0.0
+    primary: int = 0  # > 0: only the first `primary` options are offered until they have all failed (fallbacks)
 
     def __post_init__(self) -> None:
         if not _is_int(self.job_id):
@@ -187,6 +190,8 @@ class SimJob:
         if options is None or not all(isinstance(o, Option) for o in options):
             raise ClusterError(f"{what}: options must be a sequence of Option, got {self.options!r}")
         object.__setattr__(self, "options", options)
+        if not _is_int(self.primary) or self.primary < 0:
+            raise ClusterError(f"{what}: primary must be a whole number >= 0, got {self.primary!r}")
 
 
 # ----------------------------------------------------------------------------------------------- result
@@ -351,6 +356,12 @@ def simulate(
     places, reasons, skipped = _placeable(cluster, jobs)
     state = _Pools(cluster)
     remaining = [list(p) for p in places]  # option indices still to try, source order
+    later: list[list[int]] = [[] for _ in jobs]  # fallback options, offered once the primary ones have failed
+    for j, job in enumerate(jobs):
+        first = [oi for oi in remaining[j] if oi < job.primary]
+        if job.primary and first:
+            later[j] = [oi for oi in remaining[j] if oi >= job.primary]
+            remaining[j] = first
     attempts: list[_Attempt] = []
     events: list[tuple[float, int, int, int]] = []  # (time, seq, job, attempt or -1 for an arrival)
     seq = 0
@@ -424,6 +435,8 @@ def simulate(
             state.change(at.pool, list(at.alloc), +1)
             if at.fails:
                 remaining[j].remove(at.option)
+                if not remaining[j] and later[j]:
+                    remaining[j], later[j] = later[j], []
             if at.fails and remaining[j]:
                 queue.append(j)
             else:

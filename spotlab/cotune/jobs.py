@@ -11,8 +11,8 @@ The scheduler fills in the rest (GPU model, software version, number of GPUs). E
 
 - `user`: the user's guess — the GPU count the trace requested (rounded up to 1/2/4/8), a software version
   drawn per job, either GPU model; after a failure the job is resubmitted on another GPU model or with twice the
-  GPUs, and with the other software version when no GPU count worked (trial and error). The scheduler knows
-  nothing of its speed (an estimate proportional to GPUs).
+  GPUs (fewer GPUs last, for batches that do not split), and with the other software version when nothing
+  worked (trial and error). The scheduler knows nothing of its speed (an estimate proportional to GPUs).
 - `profiling`: short profiling runs of every completion allowed by the rules reveal which ones run and how fast
   (measured with the generator's noise), at a cost of `profile_s` per candidate charged before the job's work
   starts on its first allocation (wasted GPU time; an approximation: all profiling runs on that allocation).
@@ -20,6 +20,10 @@ The scheduler fills in the rest (GPU model, software version, number of GPUs). E
   completions ranked by predicted throughput per GPU; estimates are the predictions. A source that predicts
   nothing valid for a job falls back to the user's guess.
 - `oracle`: the ground truth; never picks a configuration that fails.
+
+When every configuration a source offered has failed (wrong predictions), the job falls back to the user's
+trial and error (`SimJob.primary`), so a source's mistakes cost time and GPU-hours, never a lost job — and mean
+JCT never improves by losing the hardest jobs.
 
 Whatever a source believes, what happens when a configuration runs is the same for all sources (common random
 numbers): it fails with the ground truth's out-of-memory probability, drawn once per (job, configuration, seed),
@@ -123,8 +127,9 @@ def _user_options(job: FineTuneJob, vals: Mapping[str, tuple], seed: int, perf: 
     counts = sorted(vals["number_gpus"])
     start = next((n for n in counts if n >= job.requested_gpus), counts[-1])
     opts = []
+    order = [c for c in counts if c >= start] + [c for c in reversed(counts) if c < start]  # fewer GPUs: last
     for sw in [first, *versions]:  # the version the user knows first; the other one when nothing else worked
-        for n in (c for c in counts if c >= start):
+        for n in order:
             for g in vals["gpu_model"]:
                 cfg = {**job.spec, "gpu_model": g, "software_version": sw, "number_gpus": n}
                 opts.append(_option(job, cfg, float(n), seed, perf))
@@ -196,9 +201,13 @@ def sim_jobs(jobs: Sequence[FineTuneJob], cluster: Cluster, source: str | Knowle
             opts = _efficient(opts, efficiency_floor)
         else:
             opts = _efficient(_known_options(j, vals, source, seed, perf, objective, cache), efficiency_floor)
-        if not opts:
-            opts, setup = _user_options(j, vals, seed, perf), 0.0
-        out.append(SimJob(j.job_id, j.arrival_s, j.work, tuple(opts), setup))
+        primary = 0
+        if source != "user":  # wrong knowledge ends in the user's trial and error, never in a lost job
+            tried = {(o.gpu, o.label) for o in opts}
+            fallback = [o for o in _user_options(j, vals, seed, perf) if (o.gpu, o.label) not in tried]
+            primary = len(opts) if opts and fallback else 0
+            opts = opts + [replace(o, est_rate=0.0) for o in fallback]
+        out.append(SimJob(j.job_id, j.arrival_s, j.work, tuple(opts), setup, primary))
     return out
 
 
