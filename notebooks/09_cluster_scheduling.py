@@ -183,7 +183,12 @@ sweep_result(out_dir, table[["policy", "source", "mean_jct_h", "p95_jct_h", "gpu
 print(f"notebook 09 took {time.perf_counter() - tic:.0f} s")
 
 # %% [markdown]
-# Reading the figures: the seed's reductions are large because its users' guesses fail often and queue
-# again; here the user's guess fails only when the requested GPUs cannot hold the job, so the gap depends on
-# how many jobs need more GPUs than the trace requested, and on the load. The table above gives our numbers
-# next to the seed's; `paper_figures/README.md` (written by `make reproduce`) says where they agree.
+# Reading the figures. Under the Sia-like policy, knowledge helps the way the seed says: the scheduler starts
+# each job on a configuration that runs and that uses its GPUs well, and no GPU-hours go to out-of-memory
+# trials. Under FIFO, compare the p95 with the mean: a user's failed guess sends the job to the back of the
+# queue, which in a long FIFO queue works like "shortest job first" for the large jobs that fail most —
+# their wait grows (the p95) while many small jobs pass them (the mean). Knowledge removes the failures and with
+# them that accidental reordering. A source's wrong predictions end in the user's trial and error, so they cost
+# time and GPU-hours, never a lost job. The seed's cluster, workload and users' guesses are not public: the
+# size of the gap depends on how often guesses fail and on the load (the JCT-vs-load figure);
+# `paper_figures/README.md` (written by `make reproduce`) puts our numbers next to the seed's.
