@@ -10,7 +10,6 @@ and runs already in it are skipped, so an interrupted experiment resumes.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -124,7 +123,3 @@ def sensitivity(cluster: Cluster, jobs: Sequence[FineTuneJob], sigmas: Sequence[
         rows.append({"policy": p, "sigma": sg, "flip": fl, **settings.record(),
                      **_run_one(cluster, jobs, p, k, settings)})
     return pd.DataFrame(rows)
-
-
-def write_json(path: str | Path, data: Mapping[str, Any]) -> None:
-    Path(path).write_text(json.dumps(data, indent=2, default=float))

@@ -37,7 +37,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
-import pandas as pd
 
 from .cluster import Cluster, Option, SimJob
 from .knowledge import Knowledge, OracleKnowledge
