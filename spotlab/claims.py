@@ -529,6 +529,7 @@ def cant_be_late(out_dir: str | Path) -> Claim:
 
 COTUNE_SEED = {"validity_error": 0.042, "throughput_error": 0.094, "at_600": 0.11, "fifo": -0.78, "sia": -0.70}
 JCT_SHARE = 0.5  # claim C2: "holds" when our reduction is at least half the seed's under both policies
+AT_600_SLACK = 1.5  # claim C1: the seed gives "~11%" at 600 runs read off a figure; within 1.5x of it counts
 
 SPEC_COTUNE_PREDICT = _Spec("C1", "Validity and throughput are predictable from 7 parameters (nb 08)",
                             "validity error 4.2%, throughput error 9.4%, ~11% at 600 runs with diminishing returns "
@@ -549,7 +550,7 @@ def cotune_prediction(out_dir: str | Path) -> Claim:
                 f"{_pct(float(r.throughput_error_at_600), False)} at {int(r.size_near_600)} runs")
         ok = (float(r.validity_error_full) <= COTUNE_SEED["validity_error"]
               and float(r.throughput_error_full) <= COTUNE_SEED["throughput_error"]
-              and float(r.throughput_error_at_600) <= COTUNE_SEED["at_600"] * 1.5)
+              and float(r.throughput_error_at_600) <= COTUNE_SEED["at_600"] * AT_600_SLACK)
         detail = ("Errors on held-out configurations, gradient-boosted trees on the 7 parameters only. "
                   + ("The runs are **generated** from our analytical model (CoTune's run history is not public), so "
                      "this shows the space is learnable to the seed's accuracy, not that CoTune's regression reaches "

@@ -53,11 +53,11 @@ def train_knowledge(n_runs: int = 5000, seed: int = 0, runs: pd.DataFrame | None
     return PredictedKnowledge(clf, reg, name=f"predicted ({len(data)} runs)")
 
 
-def _run_one(cluster: Cluster, jobs: Sequence[FineTuneJob], policy: str, source: str | Knowledge,
-             s: Settings) -> dict[str, Any]:
+def _runs(cluster: Cluster, jobs: Sequence[FineTuneJob], policies: Sequence[str], source: str | Knowledge,
+          s: Settings) -> dict[str, dict[str, Any]]:
+    """Summary per policy; the simulator's jobs (the source's decisions, the costly part) are built once."""
     sj = sim_jobs(jobs, cluster, source, seed=s.seed, perf=s.perf, profile_s=s.profile_s, objective=s.objective)
-    res = simulate(cluster, sj, policy=policy, fail_after_s=s.fail_after_s)
-    return res.summary()
+    return {p: simulate(cluster, sj, policy=p, fail_after_s=s.fail_after_s).summary() for p in policies}
 
 
 def _done_keys(path: Path | None, keys: Sequence[str]) -> tuple[pd.DataFrame, set]:
@@ -96,15 +96,17 @@ def compare(cluster: Cluster, jobs: Sequence[FineTuneJob], sources: Mapping[str,
     fp = _fingerprint(cluster, jobs, settings, tag)
     old, done = _done_keys(path, ("fingerprint", "policy", "source"))
     rows = [] if old.empty else old.to_dict(orient="records")
-    todo = [(p, name) for p in policies for name in sources if (fp, p, name) not in done]
-    for p, name in tqdm(todo, desc="cluster runs", disable=not progress):
-        row = {"fingerprint": fp, "policy": p, "source": name, **settings.record(), "jobs": len(jobs),
-               **_run_one(cluster, jobs, p, sources[name], settings)}
-        _append(path, row)
-        rows.append(row)
+    todo = {name: [p for p in policies if (fp, p, name) not in done] for name in sources}
+    for name in tqdm([n for n, ps in todo.items() if ps], desc="cluster runs", disable=not progress):
+        for p, summary in _runs(cluster, jobs, todo[name], sources[name], settings).items():
+            row = {"fingerprint": fp, "policy": p, "source": name, **settings.record(), "jobs": len(jobs), **summary}
+            _append(path, row)
+            rows.append(row)
     table = pd.DataFrame(rows)
     table = table[(table["fingerprint"].astype(str) == fp) & table["policy"].isin(policies)
-                  & table["source"].isin(list(sources))].reset_index(drop=True)
+                  & table["source"].isin(list(sources))]
+    table = table.sort_values(["policy", "source"], key=lambda c: c.map(
+        {**{p: i for i, p in enumerate(policies)}, **{n: i for i, n in enumerate(sources)}})).reset_index(drop=True)
     base = table[table["source"] == "user"].set_index("policy")["mean_jct_h"]
     table["jct_change_vs_user"] = [r.mean_jct_h / base[r.policy] - 1.0 if r.policy in base.index else np.nan
                                    for r in table.itertuples()]
@@ -117,9 +119,9 @@ def sensitivity(cluster: Cluster, jobs: Sequence[FineTuneJob], sigmas: Sequence[
     """Mean/p95 JCT and waste when the knowledge has a given throughput error (log-normal sigma) and a given
     rate of wrong validity answers; one row per (policy, sigma, flip)."""
     rows = []
-    grid = [(p, sg, fl) for p in policies for sg in sigmas for fl in flips]
-    for p, sg, fl in tqdm(grid, desc="sensitivity", disable=not progress):
+    grid = [(sg, fl) for sg in sigmas for fl in flips]
+    for sg, fl in tqdm(grid, desc="sensitivity", disable=not progress):
         k = NoisyKnowledge(sigma=float(sg), flip=float(fl), seed=settings.seed, perf=settings.perf)
-        rows.append({"policy": p, "sigma": sg, "flip": fl, **settings.record(),
-                     **_run_one(cluster, jobs, p, k, settings)})
+        for p, summary in _runs(cluster, jobs, policies, k, settings).items():
+            rows.append({"policy": p, "sigma": sg, "flip": fl, **settings.record(), **summary})
     return pd.DataFrame(rows)
