@@ -7,6 +7,10 @@
   skypilot / SpotHedge releases store the *count of available* instances instead, so the caller must
   say which (`convention="preempted"` or `"available"`): the two cannot be told apart for 0/1 data.
 - Windows CSV (`window, start_tick, end_tick`): slices `[start, end)` of a JSON trace.
+- Marketplace JSONL (`.jsonl` / `.jsonl.gz`, one snapshot per line with `timestamp, price_stats,
+  availability, by_provider, by_config`): recognised from its first line and read by `spotlab.marketplace`
+  (zone = a provider or "all"). It is a zone-structured trace like the tidy CSV, so `tidy_zones` and
+  `load_tidy_observations` accept it too (the CLI and notebooks reach it through them).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import pandas as pd
 
 from .errors import TraceError
 from .market import Market, Observations
+from .marketplace import is_marketplace_file, load_marketplace_observations, marketplace_zones
 
 TIDY_COLUMNS = ("time", "zone", "requested", "available", "spot_price", "on_demand_price")
 CONVENTIONS = ("preempted", "available")
@@ -139,8 +144,11 @@ def _zone_frame(df: pd.DataFrame, path: Path, zone: str | None) -> tuple[str, pd
 
 
 def load_tidy_observations(path: str | Path, zone: str | None = None) -> Observations:
-    """Raw observations of one zone of a tidy CSV (times kept as recorded)."""
+    """Raw observations of one zone of a tidy CSV (times kept as recorded), or of a marketplace JSONL file
+    (default mapping of `spotlab.marketplace`; zone None = "all")."""
     path = Path(path)
+    if is_marketplace_file(path):
+        return load_marketplace_observations(path, zone)
     df = read_tidy_csv(path)
     zone, z = _zone_frame(df, path, zone)
     origin = z["time"].iloc[0]
@@ -159,7 +167,9 @@ def load_tidy_observations(path: str | Path, zone: str | None = None) -> Observa
 
 
 def tidy_zones(path: str | Path) -> list[str]:
-    """Zones present in a tidy CSV, in file order."""
+    """Zones present in a tidy CSV, in file order (a marketplace file: "all", then its providers)."""
+    if is_marketplace_file(path):
+        return marketplace_zones(path)
     return list(dict.fromkeys(read_tidy_csv(path)["zone"]))
 
 
@@ -295,8 +305,11 @@ def load_windows_csv(path: str | Path, n_ticks: int | None = None) -> pd.DataFra
 
 
 def is_json_trace(path: str | Path) -> bool:
-    """sky_spot JSON traces start with '{'; tidy traces are CSV (possibly gzip'd)."""
+    """sky_spot JSON traces start with '{'; tidy traces are CSV (possibly gzip'd). A marketplace JSONL file
+    also starts with '{' but is not a sky_spot trace."""
     path = Path(path)
+    if is_marketplace_file(path):
+        return False
     try:
         with open(path, "rb") as fh:
             head = fh.read(2)
@@ -318,8 +331,10 @@ def load_trace(
     convention: str = "preempted",
     requested: int | None = None,
 ) -> Market:
-    """Load a trace of either format, chosen by content (JSON object vs CSV). A JSON trace is one
-    zone, so `zone` applies to tidy CSVs only."""
+    """Load a trace of any format, chosen by content (marketplace JSONL, JSON object or CSV). A JSON trace
+    is one zone, so `zone` applies to tidy CSVs (a zone) and marketplace files (a provider or "all")."""
+    if is_marketplace_file(path):
+        return load_marketplace_observations(path, zone, requested=8 if requested is None else requested).to_market(slot_hours)
     if is_json_trace(path):
         return load_sky_spot_json(path, convention, slot_hours, requested)
     return load_tidy_csv(path, zone, slot_hours)

@@ -1,0 +1,382 @@
+"""A GPU-cloud marketplace (gpu-price-tracker snapshots) seen as a spot market (SPEC §2, §3.1).
+
+The source (``markets/gpu-price-tracker/``, MIT licence, see its README) is one JSON object per line: a
+snapshot, every ~30 min, of Prime Intellect's aggregated listing of about a dozen clouds for one GPU type,
+with price percentiles over all listed configurations (``price_stats``), the number of listed
+configurations (``availability.total``), per provider the number of its listings and their min / mean price
+(``by_provider``), and per configuration size ("1x", "8x", ...) the number of listings, min / mean price per
+GPU and the provider of the cheapest one, flagged ``spot`` when that offer is interruptible (``by_config``).
+Spot and on-demand offers are mixed in these summaries, so turning them into SPEC §2's market (spot price
+``p_t``, spot GPUs ``a_t`` one can hold, on-demand price ``p_o``) is a modelling choice. Ours:
+
+Zones. A zone is ``"all"`` (the market-wide view: a user renting wherever it is cheapest) or one provider
+(``"datacrunch"``, ``"runpod"``, ...; `marketplace_zones` lists them).
+
+On-demand price: the market's **median** listed price per GPU-hour (``price_stats.median``); for a provider
+its **mean** listed price (``by_provider.avg``; the summaries give no per-provider median). The typical
+listing is what one pays for a GPU that is not taken away. It moves a little from snapshot to snapshot
+(coefficient of variation 6-8%), so the market carries it per slot.
+
+Spot price (``spot=``):
+
+- ``"flagged"`` (default): the cheapest offer flagged interruptible where the snapshot has one (DataCrunch
+  from 2025-11-07, Prime Compute H100 intermittently); else a proxy: the **cheapest decile** (``p10``) for
+  ``"all"``, the provider's cheapest listing (``min``) for a provider. The flagged offer is the real thing;
+  where there is none, the cheap tail is what a price-sensitive user who accepts whatever is cheapest gets,
+  and p10 rather than the minimum keeps a single odd listing from setting the price.
+- ``"p10"``, ``"p25"``, ``"min"``: that statistic always (``p10``/``p25`` only for ``"all"``: the
+  provider summaries have min and mean only).
+
+The spot price is capped at the on-demand price of the same snapshot (nobody pays more for an interruptible
+GPU than for a guaranteed one); with the default rule the cap never binds on the four published files
+(flagged offers cost 0.5-1.1 $/GPU-h against medians of 1.4-2.7). For calibration only: on Vast.ai the
+median interruptible/on-demand ratio was about 0.64 (A100 80GB) and 0.73 (H100) (the data README); the
+default mapping gives a trace-mean spot/on-demand ratio of 0.5-0.8 on these files.
+
+Spot availability (``capacity=``), in GPUs, capped at ``requested`` (like the probes of the other traces:
+the question is "can I hold up to `requested` GPUs", default 8 = the jobs' N_max):
+
+- ``"tier"`` (default): the GPUs listed **at the spot price** (within ``tier_tol``, default 5%): a size
+  whose cheapest listing is that cheap counts its size once, and ``size × count`` when its mean is that cheap
+  too (then every listing of that size is). With a flagged spot price only flagged offers count. This is a
+  lower bound (the summaries do not say how many other listings share the minimum), and it is the count the
+  spot price belongs to: the price and the GPUs of a slot describe the same offers, as SPEC §2 needs.
+- ``"gpus"``: every GPU listed at any price (``size × count`` over ``by_config``, the README's suggestion).
+  It over-counts nested offers (one 192-GPU cluster listed as 16x, 24x, ..., 192x) and, capped at 8, it is
+  almost always full: a market-wide depth, not what is cheap.
+- ``"offers"``: listed configurations (``availability.total``; a provider's ``count``).
+
+For a provider, ``by_config`` names only the provider of each size's cheapest listing, so its GPUs are a
+lower bound: ``"gpus"`` = the sizes where it is the cheapest plus one GPU for each of its other listings;
+``"tier"`` = the same when its mean price is within ``tier_tol`` of its spot price (all its listings are
+that cheap), else the sizes where it is the cheapest at its spot price (at least one GPU: its own cheapest
+listing). A provider absent from a snapshot has 0
+GPUs there and its prices carry over from its previous snapshot (before its first one: from its first one),
+so that a schedule never meets an undefined price; the GPUs say it cannot be rented.
+
+Snapshot gaps. Snapshots come every 29.6 min (median), with 35 gaps over 2 h (up to 5.6 h). The resampler
+of `spotlab.market` treats every observation as holding until the next, so on a slot grid of
+``slot_hours`` availability is the minimum over the slot and prices the time-weighted mean; in a gap the
+last snapshot holds (``gaps="hold"``, default: listings mostly persist between snapshots). With
+``gaps="unavailable"`` a snapshot holds for at most ``max_gap_hours`` (default 1 h, two snapshots' spacing)
+and the rest of a longer gap has no spot GPUs (prices held): the cautious reading that what was not seen
+cannot be rented. Either way the gaps are counted in ``Market.meta`` (``gaps_over_max``, ``gap_hours``).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .errors import TraceError
+from .market import Market, Observations
+
+ALL = "all"
+SPOT_RULES = ("flagged", "p10", "p25", "min")
+CAPACITY_RULES = ("tier", "gpus", "offers")
+GAP_RULES = ("hold", "unavailable")
+KEYS = ("timestamp", "price_stats", "availability", "by_provider", "by_config")
+_SIZE = re.compile(r"([1-9][0-9]*)x")
+
+
+@dataclass(frozen=True)
+class Config:
+    """One configuration size of a snapshot: its listings and the cheapest one's provider."""
+
+    size: int
+    count: int
+    min_price: float  # $/GPU-h of the cheapest listing (the best deal)
+    avg_price: float
+    provider: str  # of the cheapest listing ("" when the snapshot does not say)
+    spot: bool  # the cheapest listing is flagged interruptible
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What the mapping reads from one line."""
+
+    line: int
+    time: pd.Timestamp
+    stats: dict[str, float]
+    offers: int
+    providers: dict[str, tuple[int, float, float]]  # name -> (listings, min, avg)
+    configs: tuple[Config, ...]
+
+
+def _open_text(path: Path) -> list[str]:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise TraceError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise TraceError(f"{path}: is a directory, expected a trace file") from None
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError) as exc:
+            raise TraceError(f"{path}: corrupt gzip file ({exc})") from None
+    try:
+        return raw.decode("utf-8").splitlines()
+    except UnicodeDecodeError:
+        raise TraceError(f"{path}: not a UTF-8 text file") from None
+
+
+def is_marketplace_file(path: str | Path) -> bool:
+    """True for a ``.jsonl`` / ``.jsonl.gz`` file, or one whose first line is a JSON object with a snapshot's
+    ``timestamp`` and one of its summaries: so a damaged marketplace file gets the marketplace reader's
+    message (with its line number), not another format's."""
+    path = Path(path)
+    if path.name.endswith((".jsonl", ".jsonl.gz")) and path.is_file():
+        return True
+    try:
+        with open(path, "rb") as fh:
+            gz = fh.read(2) == b"\x1f\x8b"
+        with (gzip.open(path, "rb") if gz else open(path, "rb")) as fh:
+            first = fh.readline(1 << 20)
+    except (OSError, EOFError):
+        return False
+    try:
+        obj = json.loads(first)
+    except (ValueError, UnicodeDecodeError):
+        return False
+    return isinstance(obj, dict) and "timestamp" in obj and any(k in obj for k in KEYS[1:])
+
+
+def _num(value: object, what: str, fail) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        fail(f"{what} = {value!r} is not a non-negative number")
+    return float(value)
+
+
+def _count(value: object, what: str, fail) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value) or value < 0:
+        fail(f"{what} = {value!r} is not a non-negative whole number")
+    return int(value)
+
+
+def _parse_line(path: Path, n: int, text: str) -> Snapshot:
+    def fail(problem: str) -> None:
+        raise TraceError(f"{path}: line {n}: {problem}")
+
+    try:
+        obj = json.loads(text)
+    except ValueError as exc:
+        fail(f"not valid JSON ({getattr(exc, 'msg', exc)})")
+    if not isinstance(obj, dict):
+        fail("expected a JSON object (one snapshot per line)")
+    missing = [k for k in KEYS if k not in obj]
+    if missing:
+        fail(f"missing key(s) {', '.join(missing)}; a marketplace snapshot has {', '.join(KEYS)}")
+    ts = pd.to_datetime(obj["timestamp"], utc=True, errors="coerce") if isinstance(obj["timestamp"], str) else pd.NaT
+    if pd.isna(ts):
+        fail(f"unreadable timestamp {obj['timestamp']!r}")
+    ps = obj["price_stats"]
+    if not isinstance(ps, dict):
+        fail("price_stats is not an object")
+    stats = {}
+    for k in ("min", "p10", "p25", "median"):
+        if k not in ps:
+            fail(f"price_stats has no {k!r}")
+        stats[k] = _num(ps[k], f"price_stats.{k}", fail)
+    if not stats["min"] <= stats["p10"] <= stats["p25"] <= stats["median"]:
+        fail(f"price_stats out of order (min {stats['min']}, p10 {stats['p10']}, p25 {stats['p25']}, "
+             f"median {stats['median']})")
+    av = obj["availability"]
+    if not isinstance(av, dict) or "total" not in av:
+        fail("availability has no 'total'")
+    offers = _count(av["total"], "availability.total", fail)
+    bp = obj["by_provider"]
+    if not isinstance(bp, dict):
+        fail("by_provider is not an object")
+    providers = {}
+    for name, v in bp.items():
+        if not isinstance(v, dict) or not all(k in v for k in ("count", "min", "avg")):
+            fail(f"by_provider.{name} needs count, min and avg")
+        c = _count(v["count"], f"by_provider.{name}.count", fail)
+        lo = _num(v["min"], f"by_provider.{name}.min", fail)
+        mean = _num(v["avg"], f"by_provider.{name}.avg", fail)
+        if lo > mean + 1e-9:
+            fail(f"by_provider.{name}: min {lo} above avg {mean}")
+        providers[str(name)] = (c, lo, mean)
+    bc = obj["by_config"]
+    if not isinstance(bc, dict):
+        fail("by_config is not an object")
+    configs = []
+    for key, v in bc.items():
+        m = _SIZE.fullmatch(str(key))
+        if m is None:
+            fail(f"by_config key {key!r} is not a size like '8x'")
+        if not isinstance(v, dict) or not all(k in v for k in ("count", "min_per_gpu", "avg_per_gpu")):
+            fail(f"by_config.{key} needs count, min_per_gpu and avg_per_gpu")
+        lo = _num(v["min_per_gpu"], f"by_config.{key}.min_per_gpu", fail)
+        mean = _num(v["avg_per_gpu"], f"by_config.{key}.avg_per_gpu", fail)
+        if lo > mean + 1e-9:
+            fail(f"by_config.{key}: min_per_gpu {lo} above avg_per_gpu {mean}")
+        deal = v.get("best_deal") if isinstance(v.get("best_deal"), dict) else {}
+        configs.append(Config(int(m.group(1)), _count(v["count"], f"by_config.{key}.count", fail), lo, mean,
+                              str(deal.get("provider") or ""), deal.get("spot") is True))
+    return Snapshot(n, ts, stats, offers, providers, tuple(configs))
+
+
+def read_snapshots(path: str | Path) -> list[Snapshot]:
+    """Every snapshot of a marketplace JSONL file (gzip or not), validated; blank lines are skipped.
+
+    A malformed line raises one `TraceError` naming the file, the line number and the problem. Parsed files
+    are kept in memory (keyed by path, size and modification time): notebooks load every provider of a file."""
+    path = Path(path)
+    try:
+        st = path.stat()
+    except OSError:
+        st = None
+    if st is None or not path.is_file():
+        return _read_snapshots(path)
+    return list(_read_cached(str(path), st.st_size, st.st_mtime_ns))
+
+
+@lru_cache(maxsize=8)
+def _read_cached(path: str, size: int, mtime_ns: int) -> tuple[Snapshot, ...]:
+    return tuple(_read_snapshots(Path(path)))
+
+
+def _read_snapshots(path: Path) -> list[Snapshot]:
+    snaps = [_parse_line(path, i, line) for i, line in enumerate(_open_text(path), start=1) if line.strip()]
+    if not snaps:
+        raise TraceError(f"{path}: no snapshots (empty file)")
+    for prev, cur in zip(snaps, snaps[1:]):
+        if cur.time <= prev.time:
+            raise TraceError(f"{path}: line {cur.line}: timestamp {cur.time} is not after line {prev.line}'s "
+                             f"({prev.time}); snapshots must be in time order")
+    return snaps
+
+
+def marketplace_zones(path: str | Path) -> list[str]:
+    """``"all"`` and then every provider, most often listed first (ties: first seen)."""
+    seen: dict[str, int] = {}
+    for s in read_snapshots(path):
+        for name in s.providers:
+            seen[name] = seen.get(name, 0) + 1
+    return [ALL, *sorted(seen, key=lambda k: -seen[k])]
+
+
+def snapshot_values(snap: Snapshot, zone: str = ALL, spot: str = "flagged", capacity: str = "tier",
+                    tier_tol: float = 0.05) -> tuple[int, float, float]:
+    """(spot GPUs, spot price, on-demand price) of one snapshot under the mapping of the module docstring;
+    a provider absent from the snapshot gives (0, NaN, NaN)."""
+    if zone == ALL:
+        od = snap.stats["median"]
+        flagged = [c for c in snap.configs if c.spot]
+        if spot == "flagged" and flagged:
+            price, pool = min(c.min_price for c in flagged), flagged
+        else:
+            price, pool = snap.stats["p10" if spot == "flagged" else spot], list(snap.configs)
+        if capacity == "offers":
+            gpus = snap.offers
+        elif capacity == "gpus":
+            gpus = sum(c.size * c.count for c in snap.configs)
+        else:
+            cut = price * (1 + tier_tol) + 1e-9
+            gpus = sum(c.size * (c.count if c.avg_price <= cut else 1) for c in pool if c.min_price <= cut)
+        return int(gpus), min(price, od), od
+    if zone not in snap.providers:
+        return 0, math.nan, math.nan
+    listings, lo, od = snap.providers[zone]
+    mine = [c for c in snap.configs if c.provider == zone]
+    flagged = [c for c in mine if c.spot]
+    if spot == "flagged" and flagged:
+        price, pool = min(c.min_price for c in flagged), flagged
+    else:
+        price, pool = lo, mine
+    if capacity == "offers":
+        gpus = listings
+    elif capacity == "gpus":
+        gpus = sum(c.size for c in mine) + max(listings - len(mine), 0)
+    else:
+        cut = price * (1 + tier_tol) + 1e-9
+        if od <= cut:  # all its listings are at the spot price
+            gpus = sum(c.size for c in mine) + max(listings - len(mine), 0)
+        else:  # the sizes where it is the cheapest at that price; at least its own cheapest listing
+            gpus = sum(c.size for c in pool if c.min_price <= cut)
+            gpus = max(gpus, 1 if (lo <= cut and listings > 0) else 0)
+    return int(gpus), min(price, od), od
+
+
+def _check_options(zone: str, spot: str, capacity: str, gaps: str, tier_tol: float,
+                   max_gap_hours: float, requested: int) -> None:
+    if spot not in SPOT_RULES:
+        raise TraceError(f"unknown spot rule {spot!r}; use one of {', '.join(SPOT_RULES)}")
+    if zone != ALL and spot in ("p10", "p25"):
+        raise TraceError(f"spot={spot!r} needs the market-wide percentiles; a provider ({zone}) has only min and "
+                         "avg: use spot='flagged' or 'min'")
+    if capacity not in CAPACITY_RULES:
+        raise TraceError(f"unknown capacity rule {capacity!r}; use one of {', '.join(CAPACITY_RULES)}")
+    if gaps not in GAP_RULES:
+        raise TraceError(f"unknown gap rule {gaps!r}; use one of {', '.join(GAP_RULES)}")
+    if not (math.isfinite(tier_tol) and tier_tol >= 0):
+        raise TraceError(f"tier_tol must be a non-negative share of the spot price (got {tier_tol!r})")
+    if not (math.isfinite(max_gap_hours) and max_gap_hours > 0):
+        raise TraceError(f"max_gap_hours must be > 0 (got {max_gap_hours!r})")
+    if isinstance(requested, bool) or not isinstance(requested, (int, np.integer)) or requested < 1:
+        raise TraceError(f"requested must be a whole number of GPUs >= 1 (got {requested!r})")
+
+
+def _fill(values: np.ndarray) -> np.ndarray:
+    """Carry prices forward over a provider's absences, and back from its first snapshot."""
+    s = pd.Series(values, dtype=float)
+    return s.ffill().bfill().to_numpy()
+
+
+def load_marketplace_observations(path: str | Path, zone: str | None = ALL, spot: str = "flagged",
+                                  capacity: str = "tier", requested: int = 8, tier_tol: float = 0.05,
+                                  gaps: str = "hold", max_gap_hours: float = 1.0) -> Observations:
+    """One zone (``"all"`` or a provider) of a marketplace file as raw observations at the snapshot times."""
+    path = Path(path)
+    zone = ALL if zone is None else str(zone)
+    _check_options(zone, spot, capacity, gaps, tier_tol, max_gap_hours, requested)
+    snaps = read_snapshots(path)
+    if zone != ALL and not any(zone in s.providers for s in snaps):
+        raise TraceError(f"{path}: no provider {zone!r}; zones in the file: {', '.join(marketplace_zones(path))}")
+    vals = np.array([snapshot_values(s, zone, spot, capacity, tier_tol) for s in snaps], dtype=float)
+    avail = np.minimum(vals[:, 0], requested).astype(np.int64)
+    sp, od = _fill(vals[:, 1]), _fill(vals[:, 2])
+    origin = snaps[0].time
+    secs = np.array([(s.time - origin).total_seconds() for s in snaps])
+    step = float(np.median(np.diff(secs))) if len(secs) > 1 else 1800.0
+    hold = max_gap_hours * 3600.0
+    gap_idx = np.flatnonzero(np.diff(secs) > hold + 1e-6)
+    meta = {"source": str(path), "zone": zone, "gpu": _gpu_name(path), "cloud": "marketplace",
+            "spot_rule": spot, "capacity_rule": capacity, "gap_rule": gaps, "requested": requested,
+            "snapshots": len(snaps), "gaps_over_max": int(gap_idx.size),
+            "gap_hours": float(np.sum(np.diff(secs)[gap_idx] - hold) / 3600.0) if gap_idx.size else 0.0,
+            "absent_snapshots": int(sum(zone not in s.providers for s in snaps)) if zone != ALL else 0}
+    if gaps == "unavailable" and gap_idx.size:
+        # After `max_gap_hours` without a snapshot, an observation of 0 GPUs (prices held) until the next one.
+        secs = np.insert(secs, gap_idx + 1, secs[gap_idx] + hold)
+        avail = np.insert(avail, gap_idx + 1, 0)
+        sp = np.insert(sp, gap_idx + 1, sp[gap_idx])
+        od = np.insert(od, gap_idx + 1, od[gap_idx])
+    return Observations(seconds=secs, avail=avail, spot_price=sp, od_price=od, requested=int(requested),
+                        origin=origin, name=f"{path.name.split('.')[0]}:{zone}", step_seconds=step, meta=meta)
+
+
+def load_marketplace(path: str | Path, zone: str | None = ALL, slot_hours: float | None = None,
+                     **mapping) -> Market:
+    """One zone of a marketplace file as a `Market` on a grid of `slot_hours` (default: the median
+    snapshot spacing); `mapping` = the keyword options of `load_marketplace_observations`."""
+    return load_marketplace_observations(path, zone, **mapping).to_market(slot_hours)
+
+
+def _gpu_name(path: Path) -> str:
+    """'H100_80GB_SXM5.jsonl.gz' -> 'H100 80GB SXM5' (the GPU profile is chosen from this name)."""
+    return path.name.split(".")[0].replace("_", " ")
+
+
+__all__ = ["ALL", "CAPACITY_RULES", "GAP_RULES", "SPOT_RULES", "is_marketplace_file", "load_marketplace",
+           "load_marketplace_observations", "marketplace_zones", "read_snapshots", "snapshot_values"]
