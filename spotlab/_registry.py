@@ -7,6 +7,8 @@ Three kinds of entries, so that a download is either byte-exact or refused with 
   ``sha256`` is that of the *decompressed* CSV and is checked after the rebuild (values of markets/SHA256SUMS).
 - ``local``: cannot be fetched from here; ``reason`` says why. ``sha256`` is still given where known so a
   local copy can be checked by hand.
+- ``gzip``: a verbatim file of a public repository kept gzip-compressed under ``relpath`` (``.gz``); ``sha256``
+  is that of the source's bytes, i.e. of the decompressed file, checked on download and after compressing.
 
 Hashes of verbatim files were computed from the copies in the shared data folder, whose READMEs name the
 repository, commit and path of each one (``__`` in a file name stands for ``/``).
@@ -65,7 +67,7 @@ class Entry:
     """A known relative path under the data root and how (or whether) it can be obtained."""
 
     relpath: str
-    kind: Literal["verbatim", "rebuild", "local"]
+    kind: Literal["verbatim", "rebuild", "local", "gzip"]
     sha256: str | None
     source: Source | None = None
     recipe: CountsRecipe | None = None
@@ -76,6 +78,9 @@ SKYPILOT = Repo("skypilot-org", "spot-traces", "221da1ab9bdfe7966da296265d7694d5
 SPOTHEDGE = Repo("MaoZiming", "spothedge_ae", "df02263c3c24e598bed93486b79feafdac49bf20")
 SKYNOMAD = Repo("andylizf", "skynomad-artifact", "62b9aaa1942e30c40cb9f6f5d7d03d6823d1d1f7")
 ADRS = Repo("UCB-ADRS", "ADRS-Leaderboard", "f856497ded0c34c97323730f2012a2767b1caa92")
+# GPU-cloud marketplace snapshots (spotlab.marketplace). MIT License, Copyright (c) 2025 Piotr Mazurek: the
+# licence text travels with the data (markets/gpu-price-tracker/LICENSE; upstream LICENSE at this commit).
+GPU_PRICE_TRACKER = Repo("tugot17", "gpu-price-tracker", "718a831c495f202f8c290d290b1f652aa7ed70d9")
 
 CSV_HEADER = "time,cloud,zone,gpu,requested,available,spot_price,on_demand_price"
 
@@ -102,6 +107,12 @@ _SKYNOMAD_REASON = (
     f"member of the tar archive {SKYNOMAD.owner}/{SKYNOMAD.name}@{SKYNOMAD.commit[:12]}:{_SKYNOMAD_TAR}, whose "
     "sha256 is not pinned here (no local copy of the archive to hash), so a download could not be verified"
 )
+
+
+def _gpu_price_tracker(gpu: str, sha256: str) -> Entry:
+    """``markets/gpu-price-tracker/<gpu>.jsonl.gz`` = ``data/summary/<gpu>.jsonl`` at the pinned commit, gzip'd."""
+    return Entry(f"markets/gpu-price-tracker/{gpu}.jsonl.gz", "gzip", sha256,
+                 source=Source(GPU_PRICE_TRACKER, f"data/summary/{gpu}.jsonl", sha256))
 
 
 def _local(relpath: str, sha256: str | None, reason: str) -> Entry:
@@ -169,6 +180,11 @@ _ENTRIES: tuple[Entry, ...] = (
         "data/real/availability/2023-02-15/processed/<zone>_v100_1.csv and data/v100_spot_prices.json, whose "
         "exact bytes, formatting and sha256 are unknown here (no local copies of those sources)",
     ),
+    # --- markets/gpu-price-tracker/: marketplace snapshots (MIT), sha256 of the uncompressed source files ---
+    _gpu_price_tracker("A100_80GB_PCIe", "d92769aca79c5605225130b8fd573d726f75189aa98064c60c1115ee7b816802"),
+    _gpu_price_tracker("A100_80GB_SXM4", "4db90a6fe682556471346b8648f1532fa8d4baf622e75bc71a004a1926bf782d"),
+    _gpu_price_tracker("H100_80GB_PCIe", "72d8f7924c760d085cb9b8bd41ef33ff22e455a1fafe61f7e944d849a4958a65"),
+    _gpu_price_tracker("H100_80GB_SXM5", "686de28f3765a31a520a20f10dc9a2aa8b0c22d8c1cff04a4241963a5aa2e149"),
     # --- sky_spot_traces/: verbatim copies of single repository files ---
     _skypilot("availability__1-node__aws-02-15-2023__us-east-1a_v100_1.json",
               "cf87a4e199af5178fab1f899b32ddebc717ed2bf5aa0ff7530af264cff0624a1"),

@@ -168,6 +168,8 @@ def _from_cache(rel: str, where: _Where) -> Path:
     if entry.kind == "verbatim":
         assert entry.source is not None
         return _fetch(entry.source, where.cache / rel, where, label=rel)
+    if entry.kind == "gzip":
+        return _compressed(entry, where)
     assert entry.recipe is not None and entry.sha256 is not None
     return _rebuild(entry, where)
 
@@ -233,6 +235,19 @@ def _rebuild(entry: Entry, where: _Where) -> Path:
             f"nothing was written (the sources or the derivation do not match the published file)."
         )
     _write_atomic(target, _gzip(text))
+    return target
+
+
+def _compressed(entry: Entry, where: _Where) -> Path:
+    """A source kept gzip'd under its relpath (like the shared copy): fetch it verbatim, compress, check."""
+    assert entry.source is not None and entry.sha256 is not None
+    target = where.cache / entry.relpath
+    if target.is_file() and _sha256(_gunzip(target)) == entry.sha256:
+        return target
+    raw = _source_file(entry.source, where).read_bytes()
+    if _sha256(raw) != entry.sha256:  # _fetch already checked it; a changed cache file must not slip through
+        raise _Unavailable(f"the source of {entry.relpath} in the cache no longer has sha256 {entry.sha256}.")
+    _write_atomic(target, _gzip(raw))
     return target
 
 
