@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
+import os
 import sys
 import time
 
@@ -15,9 +17,15 @@ EXIT_USAGE = 2
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # argparse's own errors, same shape as ours
-        self.print_usage(sys.stderr)
-        print(f"spotlab: error: {message}", file=sys.stderr)
+    """No abbreviated options (`--deadline` must not silently mean `--deadline-hours`), and argparse's own
+    errors in the same one-line shape as spotlab's."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str):
+        print(f"{self.prog}: error: {message} (see `{self.prog} --help`)", file=sys.stderr)
         raise SystemExit(EXIT_USAGE)
 
 
@@ -28,7 +36,7 @@ def _key_value(text: str) -> tuple[str, str]:
     return k.strip(), v.strip()
 
 
-def _finite(kind: str, positive: bool = False, nonneg: bool = False):
+def _finite(kind: str, positive: bool = False, nonneg: bool = False, maximum: float | None = None):
     def parse(text: str) -> float:
         try:
             v = float(text)
@@ -36,6 +44,8 @@ def _finite(kind: str, positive: bool = False, nonneg: bool = False):
             raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
         if not math.isfinite(v):
             raise argparse.ArgumentTypeError(f"{kind} must be finite, got {text!r}")
+        if maximum is not None and abs(v) > maximum:
+            raise argparse.ArgumentTypeError(f"{kind} must be at most {maximum:g}, got {text!r}")
         if positive and v <= 0:
             raise argparse.ArgumentTypeError(f"{kind} must be > 0, got {text!r}")
         if nonneg and v < 0:
@@ -68,10 +78,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--stride-hours", type=_finite("stride", positive=True),
                    help="cut the trace into jobs one after another: a window of the job's hard-deadline horizon "
                         "starting every STRIDE hours (the rounds of --policy select; default for select: back to back)")
-    s.add_argument("--zone", help="zone to use from a tidy CSV holding several")
+    s.add_argument("--zone", help="zone to use from a tidy CSV holding several (not for a JSON trace: it has one)")
     s.add_argument("--policy", required=True, help="policy name (see `spotlab policies`)")
     s.add_argument("--param", action="append", default=[], type=_key_value, metavar="KEY=VALUE",
-                   help="policy parameter, repeatable")
+                   help="policy parameter, repeatable; `spotlab policies NAME` lists them with defaults")
     s.add_argument("--work-hours", required=True, type=_finite("work", positive=True),
                    help="work, in hours of one GPU")
     s.add_argument("--deadline-hours", required=True, type=_finite("deadline", positive=True),
@@ -80,27 +90,39 @@ def build_parser() -> argparse.ArgumentParser:
                    help="hard deadline gamma*d (default: the soft deadline)")
     s.add_argument("--restart-overhead-hours", required=True, type=_finite("overhead", nonneg=True),
                    help="reconfiguration overhead delta (hours of zero progress, billed)")
-    s.add_argument("--on-demand-price", type=_finite("on-demand price", nonneg=True), help="USD per GPU-hour, overrides the trace")
-    s.add_argument("--spot-price", type=_finite("spot price", nonneg=True), help="USD per GPU-hour, overrides the trace")
-    s.add_argument("--gpus", type=_positive_int, help="GPUs the job runs on (N_min = N_max = N)")
-    s.add_argument("--gpus-min", type=_positive_int, help="N_min")
-    s.add_argument("--gpus-max", type=_positive_int, help="N_max")
-    s.add_argument("--throughput-alpha", type=_finite("alpha"), default=1.0, help="H(n) = alpha*n + beta")
-    s.add_argument("--throughput-beta", type=_finite("beta"), default=0.0)
-    s.add_argument("--value", type=_finite("value"), default=0.0, help="value V0 of finishing by the soft deadline")
-    s.add_argument("--miss-penalty", type=_finite("miss penalty", nonneg=True), default=0.0)
+    s.add_argument("--on-demand-price", type=_finite("on-demand price", nonneg=True, maximum=MAX_PRICE),
+                   help="USD per GPU-hour, overrides the trace")
+    s.add_argument("--spot-price", type=_finite("spot price", nonneg=True, maximum=MAX_PRICE),
+                   help="USD per GPU-hour, overrides the trace")
+    s.add_argument("--gpus", type=_positive_int, help="GPUs the job runs on (N_min = N_max = N; default 1); "
+                                                       "not together with --gpus-min/--gpus-max")
+    s.add_argument("--gpus-min", type=_positive_int, help="N_min: fewest GPUs the job can run on (default 1)")
+    s.add_argument("--gpus-max", type=_positive_int, help="N_max: most GPUs the job can use (default 1)")
+    s.add_argument("--throughput-alpha", type=_finite("alpha"), default=1.0,
+                   help="throughput H(n) = alpha*n + beta in one-GPU-hours of work per hour (default 1)")
+    s.add_argument("--throughput-beta", type=_finite("beta"), default=0.0,
+                   help="constant term beta of H(n) (default 0); H(n) must be > 0 for every allowed n")
+    s.add_argument("--value", type=_finite("value"), default=0.0,
+                   help="value V0 of finishing by the soft deadline, USD (default 0: utility = -cost)")
+    s.add_argument("--miss-penalty", type=_finite("miss penalty", nonneg=True), default=0.0,
+                   help="USD lost when the job is not done by the hard deadline (default 0)")
     s.add_argument("--slot-hours", type=_finite("slot length", positive=True), help="resample to this slot length")
     s.add_argument("--solver", choices=["glpk", "highs"], help="solver for optimisation-based policies")
-    s.add_argument("--seed", type=int, default=0, help="seed of every random element (recorded in the output)")
+    s.add_argument("--seed", type=int, help="the one seed of every random element: the simulation's and the "
+                                             "policy's own (`--param seed=S` is the same seed); default 0, recorded "
+                                             "in the output")
     s.add_argument("--json-convention", choices=["preempted", "available"], default="preempted",
                    help="sky_spot JSON values: 1 = preempted (Can't Be Late) or counts of available instances")
     s.add_argument("--semantics", choices=["auto", "cant-be-late", "spotlab"], default="auto",
                    help="auto: Can't Be Late rules for sky_spot JSON traces, spotlab's for tidy CSVs")
     s.add_argument("--billing", choices=["fractional", "full"], help="override: bill the last slot in full or by use")
     s.add_argument("--safety-net", choices=["strict", "cbl", "off"], help="override the deadline safety net")
-    s.add_argument("--per-run", help="write the per-run summary to this CSV")
-    s.add_argument("--records", help="write the per-slot record to this CSV")
+    s.add_argument("--per-run", help="write the per-run summary to this CSV file")
+    s.add_argument("--records", help="write the per-slot record to this CSV file")
     s.add_argument("--json", action="store_true", help="print one JSON object (otherwise a short text summary)")
+    s.add_argument("--no-timings", action="store_true",
+                   help="leave the `timings` key out of the JSON, so that a rerun prints the same bytes")
+    _progress_option(s)
 
     f = sub.add_parser("forecast", help="score a forecasting model against persistence on a trace (rolling origin)",
                        description="Forecast availability or price at several horizons from every origin of a trace "
@@ -108,8 +130,11 @@ def build_parser() -> argparse.ArgumentParser:
                                    "horizon for the model and for persistence on the same origins.")
     f.add_argument("--trace", required=True, help="tidy market CSV (.csv/.csv.gz) or sky_spot JSON trace")
     f.add_argument("--zone", help="zone to use from a tidy CSV holding several")
-    f.add_argument("--target", choices=["availability", "price"], default="availability")
-    f.add_argument("--model", required=True, help="model name (persistence, seasonal_naive, ets, arima, gbm, duration)")
+    f.add_argument("--target", choices=["availability", "price"], default="availability",
+                   help="the series to forecast: spot GPUs available (default) or the spot price")
+    f.add_argument("--model", required=True,
+                   help="model name: persistence, seasonal_naive, ets, arima, gbm, duration, or auto (the others "
+                        "side by side, per horizon the one that has beaten persistence so far)")
     f.add_argument("--param", action="append", default=[], type=_key_value, metavar="KEY=VALUE",
                    help="model parameter, repeatable")
     f.add_argument("--horizons", default="1,2,3,6,12", help="comma-separated horizons in slots (default 1,2,3,6,12)")
@@ -121,6 +146,9 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--json-convention", choices=["preempted", "available"], default="preempted",
                    help="sky_spot JSON values: 1 = preempted (Can't Be Late) or counts of available instances")
     f.add_argument("--json", action="store_true", help="print one JSON object (otherwise a short table)")
+    f.add_argument("--no-timings", action="store_true",
+                   help="leave the `timings` key out of the JSON, so that a rerun prints the same bytes")
+    _progress_option(f)
 
     w = sub.add_parser("sweep", help="run a notebook over a grid of parameters (resumable; local or on Dask)",
                        formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -145,25 +173,101 @@ def build_parser() -> argparse.ArgumentParser:
                                  "to resume")
     w.add_argument("--table", help="collected table (default OUT/sweep.csv; a .parquet name writes Parquet)")
     w.add_argument("--retry-failed", action="store_true", help="run the points recorded as failed again")
-    w.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _progress_option(w)
 
-    from .cotune.cli import add_parsers as cotune_parsers
+    from .cotune.cli import add_parsers as cotune_parsers  # argparse only: the CoTune modules load when run
 
-    cotune_parsers(sub, _finite)
+    cotune_parsers(sub, _finite, _progress_option)
 
-    sub.add_parser("policies", help="list the registered policies")
+    pol = sub.add_parser("policies", help="list the policies with their parameters (defaults and meaning)",
+                         description="Without NAME: every registered policy, one line each, with its parameters "
+                                     "and defaults. With NAME: that policy's parameters, defaults and meaning.")
+    pol.add_argument("name", nargs="?", help="a policy name, e.g. chc")
     d = sub.add_parser("data", help="show where spotlab finds its datasets")
-    d.add_argument("--json", action="store_true")
+    d.add_argument("--json", action="store_true", help="print one JSON object (data root, cache, datasets)")
     return p
 
 
-def cmd_simulate(args) -> int:
-    from .runs import load_episodes, make_job, run_policy, settings_for
+def _progress_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                        help="progress bar on stderr (default: when stderr is a terminal)")
 
-    from .policies import policy_class
+
+FORECASTING = ("chc", "select")  # policies that learn from the week before each window (select: its CHC members)
+MAX_PRICE = 1e9  # USD per GPU-hour: beyond this a run's cost can overflow to inf
+
+
+def _output_file(path: str | None, flag: str) -> None:
+    """Check an output file before the long computation, not after it."""
+    if path is None:
+        return
+    from pathlib import Path
+
+    p = Path(path)
+    if p.is_dir():
+        raise SpotlabError(f"{flag} {path} is a folder; give a file name, e.g. {p / 'out.csv'}")
+    if not p.parent.is_dir():
+        raise SpotlabError(f"{flag} {path}: folder {p.parent} does not exist")
+
+
+def _one_seed(args, params: dict) -> int:
+    """`--seed S` and `--param seed=S` are the same seed: it seeds the simulation and the policy."""
+    given = params.pop("seed", None)
+    if given is not None:
+        try:
+            given = int(given)
+        except ValueError:
+            raise SpotlabError(f"--param seed={given!r} is not a whole number") from None
+        if args.seed is not None and args.seed != given:
+            raise SpotlabError(f"--seed {args.seed} and --param seed={given} disagree; give one seed")
+    return args.seed if args.seed is not None else (given if given is not None else 0)
+
+
+class _Tracked:
+    """A policy seen through a progress bar: its preparation (`reset`: the optimum's solves, the pool of
+    `select`) as one stage, then one tick per simulated slot. Everything else is the policy's own."""
+
+    def __init__(self, policy, bar) -> None:
+        self._policy, self._bar = policy, bar
+
+    def __getattr__(self, name: str):
+        return getattr(self._policy, name)
+
+    def reset(self, ctx) -> None:
+        name = getattr(self._policy, "name", "policy")
+        self._bar.stage(f"{name}: preparing {ctx.episodes.n} window(s)")
+        self._policy.reset(ctx)
+        self._bar.bar.reset(total=ctx.horizon)
+        self._bar.stage(f"{name}: {ctx.episodes.n} window(s), slot")
+
+    def act(self, obs):
+        self._bar.set(obs.t)
+        return self._policy.act(obs)
+
+
+def cmd_simulate(args) -> int:
+    import numpy as np
+
+    from .parallel import Progress
+    from .policies import make_policy, policy_class
+    from .registry import init_parameters
+    from .runs import load_episodes, make_job, settings_for
+    from .simulator import simulate
 
     started = time.perf_counter()
-    policy_class(args.policy)  # an unknown name fails before any data is read
+    cls = policy_class(args.policy)  # an unknown name fails before any data is read
+    if args.gpus is not None and (args.gpus_min is not None or args.gpus_max is not None):
+        raise SpotlabError("give either --gpus N (N_min = N_max = N) or --gpus-min/--gpus-max, not both")
+    params = dict(args.param)
+    seed = _one_seed(args, params)
+    accepted = init_parameters(cls)
+    if "seed" in accepted:
+        params["seed"] = seed
+    if args.solver and "solver" in accepted:
+        params.setdefault("solver", args.solver)
+    policy = make_policy(args.policy, params)  # bad parameters fail before any data is read, too
+    _output_file(args.per_run, "--per-run")
+    _output_file(args.records, "--records")
     job = make_job(args.work_hours, args.deadline_hours, args.hard_deadline_hours, args.restart_overhead_hours,
                    args.gpus, args.gpus_min, args.gpus_max, args.throughput_alpha, args.throughput_beta,
                    args.value, args.miss_penalty)
@@ -174,34 +278,45 @@ def cmd_simulate(args) -> int:
         raise SpotlabError("give either --windows or --stride-hours, not both")
     loaded = load_episodes(args.trace, args.windows, args.zone, args.slot_hours, args.json_convention,
                            args.spot_price, args.on_demand_price, stride_hours=stride,
-                           horizon_hours=job.hard_deadline_h)
+                           horizon_hours=job.hard_deadline_h,
+                           history_hours=168.0 if args.policy in FORECASTING else 0.0)
     settings = settings_for(args.semantics, loaded.kind, args.billing, args.safety_net)
-    params = dict(args.param)
-    if args.solver and "solver" in policy_class(args.policy).param_names():
-        params.setdefault("solver", args.solver)
-    result = run_policy(args.policy, params, loaded.episodes, job, settings, seed=args.seed)
+    loaded_s = time.perf_counter()
+    with Progress(desc=args.policy, unit="slot", enabled=args.progress) as bar:
+        result = simulate(_Tracked(policy, bar), loaded.episodes, job, settings, seed=seed)
+    simulated_s = time.perf_counter()
+    if not np.all(np.isfinite(result.cost)):
+        raise SpotlabError("a run's cost is not a finite number: the prices are too large to add up "
+                           f"(keep them below {MAX_PRICE:g} USD per GPU-hour)")
     out = result.metrics()
+    report = dict(result.policy_report)
+    timings = {k: report.pop(k) for k in list(report) if "seconds" in k or k.endswith("_s")}
     for key in ("rounds", "regret", "regret_slope"):  # policy selection's headline numbers
-        if key in result.policy_report:
-            out[key] = result.policy_report[key]
+        if key in report:
+            out[key] = report[key]
     out.update({
-        "policy_report": result.policy_report,
-        "params": params,
-        "seed": args.seed,
+        "policy_report": report,
+        "params": policy.get_params() if hasattr(policy, "get_params") else params,
+        "seed": seed,
         "trace": str(args.trace),
+        "zone": args.zone,
         "windows": str(args.windows) if args.windows else None,
         "stride_hours": stride,
         "slot_hours": loaded.market.slot_hours,
         "semantics": {"billing": settings.billing, "safety_net": settings.safety_net},
-        "job": {"work": job.work, "deadline_h": job.deadline_h, "hard_deadline_h": job.hard_deadline_h,
-                "n_min": job.n_min, "n_max": job.n_max, "overhead_h": job.overhead_h, "value": job.value,
-                "miss_penalty": job.miss_penalty},
-        "elapsed_s": round(time.perf_counter() - started, 3),
+        "job": {"work_hours": args.work_hours, "deadline_hours": job.deadline_h,
+                "hard_deadline_hours": job.hard_deadline_h, "restart_overhead_hours": job.overhead_h,
+                "gpus_min": job.n_min, "gpus_max": job.n_max, "throughput_alpha": args.throughput_alpha,
+                "throughput_beta": args.throughput_beta, "value": job.value, "miss_penalty": job.miss_penalty},
     })
     if args.per_run:
         result.summary().to_csv(args.per_run, index=False)
     if args.records:
         result.records().to_csv(args.records, index=False)
+    timings.update(load_s=round(loaded_s - started, 3), simulate_s=round(simulated_s - loaded_s, 3),
+                   total_s=round(time.perf_counter() - started, 3))
+    if not args.no_timings:
+        out["timings"] = timings
     if args.json:
         print(json.dumps(out, allow_nan=False, default=_jsonable))
     else:
@@ -248,8 +363,16 @@ def cmd_forecast(args) -> int:
             f"too little history: the trace has {n} slots of {s_hours:g} h ({n * s_hours:g} h); a training window "
             f"of {train} slots plus the largest horizon {horizons[-1]} needs at least {train + horizons[-1]} slots")
     kw = dict(horizons=horizons, train_slots=train, refit_every=every, target=args.target)
-    res = rolling_origin(series, model, **kw)
-    base = res if args.model == "persistence" else rolling_origin(series, "persistence", **kw)
+    from .parallel import Progress
+
+    n_origins = max(0, n - train - horizons[-1] + 1)
+    with Progress(total=2, desc=f"forecast {args.model}", unit="model", enabled=args.progress) as bar:
+        bar.stage(f"forecast {args.model}: {n_origins} origins, refit every {every} slots")
+        res = rolling_origin(series, model, **kw)
+        bar.update()
+        bar.stage("forecast persistence (the baseline)")
+        base = res if args.model == "persistence" else rolling_origin(series, "persistence", **kw)
+        bar.update()
 
     def rows(r) -> list[dict]:
         sc = r.scores()
@@ -271,8 +394,9 @@ def cmd_forecast(args) -> int:
         "n_slots": int(n),
         "n_fits": int(res.timing["n_fits"]),
         "fallbacks": int(res.timing["fallbacks"]),
-        "elapsed_s": round(time.perf_counter() - started, 3),
     }
+    if not args.no_timings:
+        out["timings"] = {"total_s": round(time.perf_counter() - started, 3)}
     if args.json:
         print(json.dumps(out, allow_nan=False, default=_jsonable))
     else:
@@ -299,16 +423,72 @@ def cmd_sweep(args) -> int:
         raise SweepError("give either --jobs (local processes) or --scheduler (Dask), not both")
     out = args.out or str(Path("build") / "sweeps" / f"{Path(args.notebook).stem}__{Path(args.grid).stem}")
     result = run_sweep(args.notebook, args.grid, out, jobs=args.jobs or 1, scheduler=args.scheduler,
-                       retry_failed=args.retry_failed, progress=not args.no_progress, table=args.table)
+                       retry_failed=args.retry_failed, progress=args.progress, table=args.table)
     print(result.summary())
     return 0 if result.ok else 1
 
 
-def cmd_policies(args) -> int:
-    from .policies import REGISTRY
+# What each policy parameter means, for `spotlab policies`; defaults are read from the classes themselves.
+PARAM_HELP: dict[str, str] = {
+    "hysteresis": "stay on on-demand until spot is back and progress is 2 restarts ahead of the line",
+    "solver": "MILP solver: glpk or highs",
+    "time_limit": "seconds per solve; a time-out keeps the best schedule found (its gap is reported)",
+    "mip_gap": "relative optimality gap at which a solve stops",
+    "must_finish": "require the work done by the hard deadline (else the miss penalty is priced in)",
+    "n_jobs": "worker processes (-1: all cores; 1 inside a worker)",
+    "w": "look-ahead window in slots",
+    "v": "commitment: slots executed from each plan before replanning",
+    "predictor": "forecasting model (spotlab forecast --model names) or oracle",
+    "sigma": "the oracle's forecast error, sigma*sqrt(h) at h slots ahead (0: perfect foresight)",
+    "prediction_free.sigma": "the progress line finishes the work by sigma x soft deadline",
+    "quantile": "plan on the GPUs available with this probability (None: the mean forecast)",
+    "averaging": "Chen et al.'s CHC: v staggered controllers averaged",
+    "urgency": "small reward per unit of work done early (breaks ties towards progress)",
+    "refit_hours": "hours between refits of the forecaster",
+    "train_hours": "hours of history each forecaster fit uses",
+    "seed": "the policy's random seed (the same as --seed)",
+    "pool": "members to choose from: default, quick, or a list of (policy, params) pairs",
+    "algorithm": "adahedge, hedge (worst-case rate) or exp3 (bandit feedback)",
+    "eta": "learning rate of hedge/exp3 (None: the theoretical one)",
+    "warmup": "start from what the pool teaches on the week before the first round",
+    "theta": "use spot when its price is at most theta x on-demand",
+    "hysteresis_h": "hours to stay on a choice before switching back (None: 2 restart overheads)",
+}
 
-    for name, target in REGISTRY.items():
-        print(f"{name:20s} {target}")
+
+def _policy_params(name: str) -> list[tuple[str, str, str]]:
+    from .policies import policy_class
+    from .registry import init_parameters
+
+    return [(k, repr(p.default), PARAM_HELP.get(f"{name}.{k}", PARAM_HELP.get(k, "")))
+            for k, p in init_parameters(policy_class(name)).items()]
+
+
+def _policy_summary(name: str) -> str:
+    from .policies import policy_class
+
+    cls = policy_class(name)
+    doc = (cls.__doc__ or "").strip() or (__import__(cls.__module__, fromlist=["x"]).__doc__ or "").strip()
+    return doc.splitlines()[0].strip() if doc else ""
+
+
+def cmd_policies(args) -> int:
+    from .policies import REGISTRY, policy_class
+
+    if args.name is None:
+        for name in REGISTRY:
+            params = ", ".join(f"{k}={d}" for k, d, _ in _policy_params(name)) or "(no parameters)"
+            print(f"{name:17s} {params}")
+        print("\n`spotlab policies NAME` explains a policy's parameters; set them with --param KEY=VALUE.")
+        return 0
+    policy_class(args.name)
+    print(f"{args.name}: {_policy_summary(args.name)}")
+    rows = _policy_params(args.name)
+    if not rows:
+        print("  no parameters")
+    width = max((len(f"{k}={d}") for k, d, _ in rows), default=0)
+    for k, d, meaning in rows:
+        print(f"  {f'{k}={d}':{width}s}  {meaning}")
     return 0
 
 
@@ -336,18 +516,27 @@ def _cotune(name: str):
 
 
 def main(argv: list[str] | None = None) -> int:
+    from .parallel import stop_children, stop_on_sigterm
+
     parser = build_parser()
     args = parser.parse_args(argv)
     handler = {"simulate": cmd_simulate, "forecast": cmd_forecast, "policies": cmd_policies, "data": cmd_data,
                "sweep": cmd_sweep, "configs": _cotune("cmd_configs"), "cluster": _cotune("cmd_cluster")}[args.command]
+    stop_on_sigterm()
     try:
         return handler(args)
     except SpotlabError as exc:
         print(f"spotlab: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except KeyboardInterrupt:
-        print("spotlab: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: one line, and no process of ours left running
+        stop_children()
+        what = "stopped by SIGTERM" if type(exc).__name__ == "Interrupted" else "interrupted"
+        print(f"spotlab {args.command}: {what}", file=sys.stderr)
+        return 143 if what.endswith("SIGTERM") else 130
+    except BrokenPipeError:  # e.g. `spotlab ... --json | head -c 100`: the reader left, nothing to report
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except Exception as exc:  # an internal bug: still one clear line unless --debug
         if args.debug:
             raise

@@ -33,3 +33,8 @@ class SolverError(SpotlabError):
 
 class PredictionError(SpotlabError):
     """A forecast cannot be made as asked (unknown model, too little history, gaps, bad horizon...)."""
+
+
+class ArgumentError(SpotlabError, TypeError):
+    """A Python API function was called with an argument of the wrong kind (a policy name where a policy object
+    is expected, a path where a market is expected, None for a job); also a TypeError, which it is."""

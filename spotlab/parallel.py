@@ -1,15 +1,160 @@
-"""How many worker processes a parallel step may start (joblib), without nesting them.
+"""Worker processes and long runs: how many workers a step may start, progress while it runs, and a clean
+stop on Ctrl-C or SIGTERM.
 
 Inside a joblib worker, a nested `Parallel` runs on threads, and neither GLPK nor Pyomo's model compiler
 is thread-safe: a policy that parallelises its solves (the optimum, policy selection) must then run
 them one after another. The outer level (several methods, markets or sweep points) keeps the cores busy.
+
+A command stopped by a signal must not leave work behind: joblib's loky workers and papermill's kernels
+are child processes that would otherwise go on computing for as long as their current task lasts. So the
+command line turns SIGTERM into the same exception as Ctrl-C and, whatever way it ends early, ends every
+process it started (`stop_children`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+
+class Interrupted(KeyboardInterrupt):
+    """A stop asked from outside (SIGTERM); a subclass of KeyboardInterrupt so every `except
+    KeyboardInterrupt` that cleans up (joblib aborting its workers, papermill shutting its kernel) runs."""
 
 
 def worker_count(n_jobs: int) -> int:
     """`n_jobs` in the main process, 1 inside a worker process."""
     return n_jobs if multiprocessing.current_process().name == "MainProcess" else 1
+
+
+def _raise_interrupted(signum: int, frame: Any) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once
+    raise Interrupted(f"signal {signum}")
+
+
+def stop_on_sigterm() -> None:
+    """Make SIGTERM raise `Interrupted` in the main thread (as Ctrl-C raises KeyboardInterrupt)."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _raise_interrupted)
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:  # inherited from a parent that ignores it
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def descendants(pid: int | None = None) -> list[int]:
+    """Process ids of every descendant of `pid` (default: this process), read from /proc (Linux); [] elsewhere."""
+    root = os.getpid() if pid is None else pid
+    children: dict[int, list[int]] = {}
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rpartition(")")[2].split()[1])
+        children.setdefault(ppid, []).append(int(entry.name))
+    out: list[int] = []
+    todo = [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def stop_children(grace_s: float = 3.0) -> None:
+    """End every process this one started, and theirs: SIGTERM, then SIGKILL after `grace_s`."""
+    with contextlib.suppress(Exception):  # joblib's reusable pool, so it does not respawn what we kill
+        from joblib.externals.loky import get_reusable_executor
+
+        if "joblib" in sys.modules:
+            get_reusable_executor().shutdown(wait=False, kill_workers=True)
+    pids = descendants()
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
+        deadline = time.monotonic() + (grace_s if sig == signal.SIGTERM else 1.0)
+        while time.monotonic() < deadline:
+            pids = [p for p in pids if _alive(p)]
+            if not pids:
+                return
+            time.sleep(0.05)
+
+
+def _alive(pid: int) -> bool:
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(pid, os.WNOHANG)  # reap our own children so they do not linger as zombies
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+class Progress:
+    """A tqdm bar on stderr whose elapsed time keeps moving even while one long step runs (a solver, a
+    model fit): a user sees that the command works and for how long, and the step it is in.
+
+    `enabled=None` shows it when stderr is a terminal (tqdm's rule); `stage(text)` names the current step.
+    """
+
+    def __init__(self, total: float | None = None, desc: str = "", unit: str = "it",
+                 enabled: bool | None = None) -> None:
+        from tqdm.auto import tqdm
+
+        self.bar = tqdm(total=total, desc=desc, unit=unit, disable=None if enabled is None else not enabled,
+                        file=sys.stderr, dynamic_ncols=True, leave=False)
+        self._stop = threading.Event()
+        self._beat: threading.Thread | None = None
+        if not self.bar.disable:
+            self._beat = threading.Thread(target=self._refresh, daemon=True)
+            self._beat.start()
+
+    def _refresh(self) -> None:
+        while not self._stop.wait(1.0):
+            with contextlib.suppress(Exception):
+                self.bar.refresh()
+
+    def stage(self, text: str) -> None:
+        self.bar.set_description_str(text, refresh=True)
+
+    def update(self, n: float = 1) -> None:
+        self.bar.update(n)
+
+    def set(self, n: float) -> None:
+        """Move the bar to `n` (never backwards)."""
+        if n > self.bar.n:
+            self.bar.update(n - self.bar.n)
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._beat is not None:
+            self._beat.join(timeout=2.0)
+        self.bar.close()
+
+    def __enter__(self) -> "Progress":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+@contextlib.contextmanager
+def progress(total: float | None = None, desc: str = "", unit: str = "it",
+             enabled: bool | None = None) -> Iterator[Progress]:
+    bar = Progress(total, desc, unit, enabled)
+    try:
+        yield bar
+    finally:
+        bar.close()

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import TraceError
+from .errors import JobError, TraceError
 from .job import Job, Throughput
 from .market import Market
 from .policies import make_policy
@@ -49,6 +49,8 @@ def load_episodes(
     `history_hours` of the trace before it, for policies that forecast.
     """
     json_trace = is_json_trace(trace)
+    if json_trace and zone is not None:
+        raise TraceError(f"{trace} is a sky_spot JSON trace of one zone; --zone applies to tidy CSVs of several")
     if json_trace:
         obs = load_sky_spot_observations(trace, convention)
     else:
@@ -111,8 +113,15 @@ def make_job(
     miss_penalty: float = 0.0,
 ) -> Job:
     """A job from user units: work in hours of one GPU, times in hours."""
+    if gpus is not None and (gpus_min is not None or gpus_max is not None):
+        raise JobError("give either gpus (N_min = N_max) or gpus_min/gpus_max, not both")
     n_max = gpus_max if gpus_max is not None else (gpus if gpus is not None else 1)
     n_min = gpus_min if gpus_min is not None else (gpus if gpus is not None else 1)
+    lo = n_min if n_min is not None else 1
+    for n in sorted({lo, max(lo, n_max)}):  # linear: positive at both ends is positive in between
+        if not alpha * n + beta > 0:
+            raise JobError(f"throughput H({n}) = alpha*{n} + beta = {alpha * n + beta:g} must be > 0 for every "
+                           f"GPU count the job may use ({lo}..{n_max}); check --throughput-alpha/--throughput-beta")
     return Job.from_gpu_hours(
         work_hours, deadline_hours, hard_deadline_h=hard_deadline_hours, overhead_h=overhead_hours,
         n_min=n_min, n_max=n_max, throughput=Throughput(alpha=alpha, beta=beta), value=value,

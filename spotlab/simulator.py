@@ -23,7 +23,7 @@ from typing import Literal, Protocol, Sequence
 import numpy as np
 import pandas as pd
 
-from .errors import PolicyError, TraceError
+from .errors import ArgumentError, PolicyError, TraceError
 from .job import Job
 from .market import Market
 
@@ -109,22 +109,43 @@ class Episodes:
         _require_prices(market)
         length = stops - starts
         T = int(length.max())
-        idx = starts[:, None] + np.arange(T)[None, :]
-        valid = idx < stops[:, None]
-        idx = np.minimum(idx, len(market) - 1)
-        avail = np.where(valid, market.avail[idx], 0)
-        sp = np.where(valid, market.spot_price[idx], np.nan)
-        od = np.where(valid, market.od_price[idx], np.nan)
-        names = tuple(f"{market.name}[{a}:{b}]" for a, b in zip(starts, stops))
+        full = bool(np.all(length == T))
+        avail = _cut(market.avail, starts, T, 0)
+        sp = _cut(market.spot_price, starts, T, np.nan, constant_ok=full)
+        od = _cut(market.od_price, starts, T, np.nan, constant_ok=full)
+        if not full:  # shorter windows: nothing past their end (padding)
+            tail = np.arange(T)[None, :] >= length[:, None]
+            avail[tail] = 0
+            sp[tail] = np.nan
+            od[tail] = np.nan
+        name = market.name
+        names = tuple(f"{name}[{a}:{b}]" for a, b in zip(starts.tolist(), stops.tolist()))
         hist_a = hist_p = None
         if history:
             P = int(history)
-            hidx = starts[:, None] - P + np.arange(P)[None, :]
-            ok = hidx >= 0
-            hidx = np.maximum(hidx, 0)
-            hist_a = np.where(ok, market.avail[hidx].astype(float), np.nan)
-            hist_p = np.where(ok, market.spot_price[hidx], np.nan)
+            before = np.full(P, np.nan)
+            hist_a = _cut(np.concatenate([before, market.avail.astype(float)]), starts, P, np.nan, by_slot=False)
+            hist_p = _cut(np.concatenate([before, market.spot_price]), starts, P, np.nan, by_slot=False)
         return cls(avail, sp, od, length, market.slot_hours, names, hist_a, hist_p, starts.copy())
+
+
+def _cut(series: np.ndarray, starts: np.ndarray, width: int, fill: float, constant_ok: bool = False,
+         by_slot: bool = True) -> np.ndarray:
+    """Rows `series[start:start + width]` for every start, by array indexing (one gather, no Python loop);
+    past the end of `series` the rows hold `fill`. A constant series (e.g. a price given on the command line)
+    becomes a read-only broadcast view when `constant_ok`: no copy at all."""
+    if constant_ok and series.size and np.all(series == series[0]):
+        return np.broadcast_to(series[:1].copy(), (starts.size, width))
+    need = int(starts.max()) + width
+    if need > series.size:
+        pad = np.full(need - series.size, fill, dtype=series.dtype if np.issubdtype(series.dtype, np.integer) else float)
+        series = np.concatenate([series, pad])
+    if not by_slot:
+        return np.lib.stride_tricks.sliding_window_view(series, width)[starts]
+    # gathered slot-major and returned as its (W, width) transpose: the simulator reads one slot of every
+    # window at a time, which is then a contiguous column instead of W scattered cells
+    idx = starts.astype(np.int32 if need < 2**31 else np.int64)[None, :] + np.arange(width, dtype=np.int32)[:, None]
+    return series[idx].T
 
 
 def _require_prices(m: Market) -> None:
@@ -307,6 +328,7 @@ def simulate(
     seed: int = 0,
 ) -> SimulationResult:
     """Replay `policy` on every window of `market` and account work, overhead and cost exactly."""
+    _check_arguments(policy, market, job, settings)
     settings = settings or SimSettings()
     if isinstance(market, Episodes):
         ep = market
@@ -329,11 +351,11 @@ def simulate(
     net = settings.safety_net if getattr(policy, "uses_safety_net", True) else "off"
 
     names = ("o", "s", "s_requested", "preempted", "overhead_h", "billed_h", "work", "cost", "remaining")
-    arr = {k: np.zeros((W, H)) for k in names}
-    for k in ("o", "s", "s_requested", "preempted"):
-        arr[k] = arr[k].astype(np.int64)
-    arr["reconfig"] = np.zeros((W, H), dtype=bool)
-    arr["alive"] = np.zeros((W, H), dtype=bool)
+    # (W, H) views of slot-major buffers: each slot writes one contiguous row, not W strided cells
+    ints = ("o", "s", "s_requested", "preempted")
+    arr = {k: np.zeros((H, W), dtype=np.int64 if k in ints else float).T for k in names}
+    arr["reconfig"] = np.zeros((H, W), dtype=bool).T
+    arr["alive"] = np.zeros((H, W), dtype=bool).T
     arr["avail"] = ep.avail[:, :H]
     arr["spot_price"] = ep.spot_price[:, :H]
     arr["od_price"] = ep.od_price[:, :H]
@@ -405,6 +427,30 @@ def simulate(
         slot_hours=dt, arrays=arr, completion_h=completion, cost=cost_total, value=value,
         policy_report=policy.report() if hasattr(policy, "report") else {},
     )
+
+
+def _check_arguments(policy, market, job, settings) -> None:
+    """Misuse of the Python API fails here with a message that says what to pass, not deep inside as an
+    AttributeError."""
+    if isinstance(policy, str):
+        raise ArgumentError(f"simulate: policy must be a policy object, not the name {policy!r}; "
+                            f"use make_policy({policy!r}) from spotlab.policies")
+    if not (callable(getattr(policy, "act", None)) and callable(getattr(policy, "reset", None))):
+        raise ArgumentError(f"simulate: policy must have reset(ctx) and act(obs) (e.g. make_policy('greedy')), "
+                            f"got {type(policy).__name__}")
+    if isinstance(market, (str, bytes)) or hasattr(market, "__fspath__"):
+        raise ArgumentError(f"simulate: market must be a Market, Episodes or a list of Markets, not the path "
+                            f"{str(market)!r}; load it first with spotlab.traces.load_trace(path)")
+    if not isinstance(market, (Market, Episodes)):
+        items = list(market) if isinstance(market, (list, tuple)) else None
+        if not items or not all(isinstance(m, Market) for m in items):
+            raise ArgumentError(f"simulate: market must be a Market, Episodes or a non-empty list of Markets, "
+                                f"got {type(market).__name__}")
+    if not isinstance(job, Job):
+        raise ArgumentError(f"simulate: job must be a Job (e.g. spotlab.runs.make_job(work_hours=..., "
+                            f"deadline_hours=...)), got {type(job).__name__}")
+    if settings is not None and not isinstance(settings, SimSettings):
+        raise ArgumentError(f"simulate: settings must be a SimSettings or None, got {type(settings).__name__}")
 
 
 def _check_action(policy, o, s, W: int, t: int, job: Job, active: np.ndarray):

@@ -10,7 +10,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .space import ConfigError
+
+
+def _config_error(message: str) -> Exception:
+    """A `ConfigError` (imported here: `space` loads pandas, which `spotlab --help` does not need)."""
+    from .space import ConfigError
+
+    return ConfigError(message)
 
 
 def _ints(text: str) -> list[int]:
@@ -38,7 +44,9 @@ def _part(text: str) -> tuple[float, float]:
     return a, b
 
 
-def add_parsers(sub: Any, finite: Any) -> None:
+def add_parsers(sub: Any, finite: Any, progress_option: Any = None) -> None:
+    """The `configs` and `cluster` sub-commands; nothing but argparse is imported, so that building the
+    parser (every `spotlab` call) stays fast."""
     c = sub.add_parser("configs", help="CoTune: predict validity and throughput of fine-tuning configurations",
                        description="Train the validity classifier and throughput regressor on historical runs "
                                    "(a file in the public schema, or runs generated from the analytical model), "
@@ -47,16 +55,20 @@ def add_parsers(sub: Any, finite: Any) -> None:
     c.add_argument("--runs", help="CSV/Parquet of runs (columns model_name, method, gpu_model, number_gpus, "
                                   "batch_size, tokens_per_sample, is_valid, dataset_tokens_per_second)")
     c.add_argument("--n-runs", type=int, default=5000, help="runs to generate when --runs is not given (5000)")
-    c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--seed", type=int, default=0, help="seed of the generated runs, the split and the models (0)")
     c.add_argument("--sizes", type=_ints, default=[100, 300, 600, 1000, 2000],
-                   help="learning-curve training sizes (comma-separated)")
+                   help="learning-curve training sizes (comma-separated, each below the training split's size)")
     c.add_argument("--repeats", type=int, default=3, help="learning-curve repeats per size")
     c.add_argument("--recommend", action="append", default=[], metavar="KEY=VALUE",
                    help="a fixed parameter of the job to complete (repeat), e.g. --recommend model_name=llama2-7b")
     c.add_argument("--objective", default="throughput_per_gpu",
-                   choices=["fewest_gpus", "throughput_per_gpu", "throughput"])
+                   choices=["fewest_gpus", "throughput_per_gpu", "throughput"],
+                   help="what the recommendation optimises among predicted-valid configurations "
+                        "(default throughput_per_gpu)")
     c.add_argument("--out", help="folder for learning_curve.csv and summary.json")
     c.add_argument("--json", action="store_true", help="print one JSON object")
+    if progress_option:
+        progress_option(c)
 
     k = sub.add_parser("cluster", help="CoTune: job completion time per scheduling policy and configuration source",
                        description="Replay a part of the Alibaba GPU trace (arrivals, GPU counts) with Philly "
@@ -65,26 +77,29 @@ def add_parsers(sub: Any, finite: Any) -> None:
     k.add_argument("--cluster", default="A100-80GB:4x8,L40S-48GB:8x4", help="pools GPU:NODESxGPUS_PER_NODE,...")
     k.add_argument("--part", type=_part, default=(0.5, 1.0),
                    help="fraction of the trace's observed span (default 0.5:1, the half the notebooks do not use)")
-    k.add_argument("--n-jobs", type=int, help="first N jobs of that part")
+    k.add_argument("--n-jobs", type=int, help="first N jobs of that part (default: all)")
     k.add_argument("--load", type=finite("load", positive=True), default=0.4,
                    help="offered load the arrivals are scaled to (GPU-time of the best configurations / capacity)")
     k.add_argument("--max-runtime-h", type=finite("max runtime", positive=True), default=48.0,
                    help="cap on Philly runtimes in hours (48)")
-    k.add_argument("--policies", type=_names, default=["fifo", "sia"])
+    k.add_argument("--policies", type=_names, default=["fifo", "sia"],
+                   help="cluster scheduling policies, comma-separated: fifo, sia (default both)")
     k.add_argument("--sources", type=_names, default=["user", "profiling", "predicted", "oracle"],
                    help="user, profiling, predicted, oracle")
     k.add_argument("--train-runs", type=int, default=5000, help="historical runs the predicted source learns from")
     k.add_argument("--runs", help="train the predicted source on this runs file instead")
-    k.add_argument("--seed", type=int, default=0)
-    k.add_argument("--results", help="CSV the runs are appended to (resumes: runs already in it are skipped)")
+    k.add_argument("--seed", type=int, default=0, help="seed of the workload, the runs and the predictors (0)")
+    k.add_argument("--results", help="CSV file the runs are appended to (resumes: runs already in it are skipped)")
     k.add_argument("--json", action="store_true", help="print JSON records")
+    if progress_option:
+        progress_option(k)
 
 
 def _kv(items: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for it in items:
         if "=" not in it:
-            raise ConfigError(f"--recommend expects KEY=VALUE, got {it!r}")
+            raise _config_error(f"--recommend expects KEY=VALUE, got {it!r}")
         key, val = (t.strip() for t in it.split("=", 1))
         out[key] = int(val) if val.isdigit() else val
     return out
@@ -96,17 +111,40 @@ def cmd_configs(args: argparse.Namespace) -> int:
     from .recommend import Recommender
     from .runs import generate_runs, load_runs
 
+    from ..parallel import Progress
+
     if args.n_runs < 20:
-        raise ConfigError(f"--n-runs must be >= 20 (got {args.n_runs})")
-    runs = load_runs(args.runs) if args.runs else generate_runs(args.n_runs, seed=args.seed)
-    train, test = config_split(runs, seed=args.seed)
-    scores = evaluate(train, test, random_state=args.seed)
-    curve = learning_curve(runs, sizes=args.sizes, repeats=args.repeats, seed=args.seed)
+        raise _config_error(f"--n-runs must be >= 20 (got {args.n_runs})")
+    if args.repeats < 1:
+        raise _config_error(f"--repeats must be >= 1 (got {args.repeats})")
+    if args.out and Path(args.out).is_file():
+        raise _config_error(f"--out {args.out} is a file; give a folder")
+    steps = 3 + bool(args.recommend)
+    with Progress(total=steps, desc="configs", unit="step", enabled=args.progress) as bar:
+        bar.stage("configs: runs")
+        runs = load_runs(args.runs) if args.runs else generate_runs(args.n_runs, seed=args.seed)
+        train, test = config_split(runs, seed=args.seed)
+        too_big = [s for s in args.sizes if s >= len(train)]
+        if too_big:
+            raise _config_error(f"--sizes {','.join(map(str, too_big))}: the training split has {len(train)} runs "
+                                f"(of {len(runs)}; a fifth of the configurations is held out); give sizes below "
+                                f"{len(train)} or more runs (--n-runs)")
+        bar.update()
+        bar.stage("configs: held-out errors")
+        scores = evaluate(train, test, random_state=args.seed)
+        bar.update()
+        bar.stage(f"configs: learning curve ({len(args.sizes)} sizes x {args.repeats} repeats)")
+        curve = learning_curve(runs, sizes=args.sizes, repeats=args.repeats, seed=args.seed)
+        bar.update()
+        if args.recommend:
+            bar.stage("configs: recommendation")
+            rec = Recommender(train_knowledge(runs=runs, seed=args.seed)).recommend(_kv(args.recommend),
+                                                                                    args.objective)
+            bar.update()
     mean = curve.groupby("size")[["validity_error", "throughput_error"]].mean().reset_index()
     summary: dict[str, Any] = {"runs": len(runs), "source": args.runs or f"generated (seed {args.seed})",
                                "seed": args.seed, **{k: v for k, v in scores.items()}}
     if args.recommend:
-        rec = Recommender(train_knowledge(runs=runs, seed=args.seed)).recommend(_kv(args.recommend), args.objective)
         summary["recommendation"] = {**rec.config.as_dict(), "p_valid": rec.p_valid,
                                      "predicted_tokens_per_second": rec.tokens_per_second,
                                      "objective": rec.objective}
@@ -138,12 +176,17 @@ def cmd_cluster(args: argparse.Namespace) -> int:
     from .runs import load_runs
     from .workload import trace_workload
 
+    if args.results and Path(args.results).is_dir():
+        raise _config_error(f"--results {args.results} is a folder; give a CSV file name, e.g. "
+                            f"{Path(args.results) / 'cluster.csv'}")
+    if args.results and not Path(args.results).parent.is_dir():
+        raise _config_error(f"--results {args.results}: folder {Path(args.results).parent} does not exist")
     unknown = [p for p in args.policies if p not in POLICIES]
     if unknown:
-        raise ConfigError(f"unknown policy {unknown}; use {', '.join(POLICIES)}")
+        raise _config_error(f"unknown policy {unknown}; use {', '.join(POLICIES)}")
     bad = [s for s in args.sources if s not in ("user", "profiling", "predicted", "oracle")]
     if bad:
-        raise ConfigError(f"unknown configuration source {bad}; use user, profiling, predicted, oracle")
+        raise _config_error(f"unknown configuration source {bad}; use user, profiling, predicted, oracle")
     cluster = Cluster.parse(args.cluster)
     trace = trace_workload(part=args.part, n_jobs=args.n_jobs, seed=args.seed,
                            max_runtime_s=args.max_runtime_h * 3600.0)
@@ -159,7 +202,7 @@ def cmd_cluster(args: argparse.Namespace) -> int:
             sources[s] = s
     tag = f"train_runs={args.train_runs} runs={Path(args.runs).resolve() if args.runs else None}"
     table = compare(cluster, jobs, sources, args.policies, Settings(seed=args.seed), results_csv=args.results,
-                    progress=not args.json, tag=tag)
+                    progress=args.progress is not False, tag=tag)
     table["time_scale"] = factor
     table["offered_load"] = offered_load(jobs, cluster)
     if args.json:
