@@ -31,9 +31,9 @@ measured_csv = None  # path to a CSV with columns gpus,throughput (your measurem
 measured_label = "measured"
 
 # %%
-import matplotlib
+from spotlab.experiments.figures import project_path
 
-matplotlib.use("Agg")
+out_dir = str(project_path(out_dir))  # relative: under the project root, wherever the notebook runs
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd

@@ -28,9 +28,9 @@ a100_slot_hours = None  # the A100 figure at the native 150 s tick (None) like t
 # %%
 from pathlib import Path
 
-import matplotlib
+from spotlab.experiments.figures import project_path
 
-matplotlib.use("Agg")
+out_dir = str(project_path(out_dir))  # relative: under the project root, wherever the notebook runs
 import matplotlib.dates as mdates
 import matplotlib.pyplot as plt
 import numpy as np

@@ -27,9 +27,9 @@ resume = True  # reuse rows already in out_dir/01b_crosscheck.csv for the same w
 # %%
 from pathlib import Path
 
-import matplotlib
+from spotlab.experiments.figures import project_path
 
-matplotlib.use("Agg")
+out_dir = str(project_path(out_dir))  # relative: under the project root, wherever the notebook runs
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd

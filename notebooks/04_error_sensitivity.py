@@ -44,9 +44,9 @@ import json
 import time
 from pathlib import Path
 
-import matplotlib
+from spotlab.experiments.figures import project_path
 
-matplotlib.use("Agg")
+out_dir = str(project_path(out_dir))  # relative: under the project root, wherever the notebook runs
 import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns

@@ -45,9 +45,9 @@ resume = True  # skip (market, method) pairs already in 07_comparison_jobs.csv w
 # %%
 from pathlib import Path
 
-import matplotlib
+from spotlab.experiments.figures import project_path
 
-matplotlib.use("Agg")
+out_dir = str(project_path(out_dir))  # relative: under the project root, wherever the notebook runs
 import matplotlib.pyplot as plt
 import numpy as np
 import seaborn as sns

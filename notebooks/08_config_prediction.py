@@ -49,9 +49,9 @@ import json
 import time
 from pathlib import Path
 
-import matplotlib
+from spotlab.experiments.figures import project_path
 
-matplotlib.use("Agg")
+out_dir = str(project_path(out_dir))  # relative: under the project root, wherever the notebook runs
 import matplotlib.pyplot as plt
 import matplotlib.ticker as mticker
 import numpy as np

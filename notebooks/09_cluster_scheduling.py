@@ -52,9 +52,9 @@ profile_s = 60.0  # one profiling run per candidate configuration
 # %%
 import time
 
-import matplotlib
+from spotlab.experiments.figures import project_path
 
-matplotlib.use("Agg")
+out_dir = str(project_path(out_dir))  # relative: under the project root, wherever the notebook runs
 import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns

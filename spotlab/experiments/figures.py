@@ -12,9 +12,28 @@ import numpy as np
 import pandas as pd
 
 
+def project_root() -> Path:
+    """The checkout the notebooks belong to: the folder above the `spotlab` package when it holds `notebooks/`
+    (an editable install, what `make` sets up), else the nearest folder above the working directory with a
+    `pyproject.toml`, else the working directory."""
+    here = Path(__file__).resolve().parents[2]
+    if (here / "notebooks").is_dir() and (here / "pyproject.toml").is_file():
+        return here
+    cwd = Path.cwd().resolve()
+    return next((p for p in (cwd, *cwd.parents) if (p / "pyproject.toml").is_file()), cwd)
+
+
+def project_path(path: str | Path) -> Path:
+    """A relative path is taken from the project root, not from where the notebook runs: JupyterLab starts a
+    notebook's kernel in `notebooks/`, papermill in the root, and both must write to `paper_figures/`."""
+    p = Path(path).expanduser()
+    return p if p.is_absolute() else project_root() / p
+
+
 def saver(out_dir: str | Path, prefix: str) -> Callable:
-    """`save(fig, table, name)` writing `<prefix>_<name>.png` and the `.csv` behind it into `out_dir`."""
-    out = Path(out_dir)
+    """`save(fig, table, name)` writing `<prefix>_<name>.png` and the `.csv` behind it into `out_dir`
+    (relative: under the project root). The figure stays open, so the notebook also shows it inline."""
+    out = project_path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
 
     def save(fig, table: pd.DataFrame, name: str) -> None:
@@ -41,8 +60,9 @@ def sweep_result(out_dir: str | Path, table: pd.DataFrame, keys: list[str]) -> d
             elif not isinstance(val, (int, bool, str)) and val is not None:
                 continue
             flat[f"{head}/{col}" if head else str(col)] = val
-    Path(out_dir).mkdir(parents=True, exist_ok=True)
-    (Path(out_dir) / "sweep_result.json").write_text(json.dumps(flat, indent=1))
+    out = project_path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "sweep_result.json").write_text(json.dumps(flat, indent=1))
     return flat
 
 
