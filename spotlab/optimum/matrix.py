@@ -138,6 +138,7 @@ class MatrixSolution:
     objective: float | None  # in the model's own sense
     status: str  # optimal | time_limit | infeasible | unbounded | error
     seconds: float
+    bound: float | None = None  # proven bound on the objective, in the model's sense (None: not known)
 
 
 def _glpk_bounds(lo: float, hi: float):
@@ -165,6 +166,7 @@ def solve_glpk(form: StandardForm, time_limit: float, mip_gap: float, tee: bool 
     A = form.A.tocoo()
     m, n = A.shape
     lp = glp.glp_create_prob()
+    lp_bound = None
     try:
         glp.glp_term_out(glp.GLP_ON if tee else glp.GLP_OFF)
         glp.glp_set_obj_dir(lp, glp.GLP_MIN)
@@ -201,6 +203,8 @@ def solve_glpk(form: StandardForm, time_limit: float, mip_gap: float, tee: bool 
             lp_ret = glp.glp_simplex(lp, smcp)
             if lp_ret == 0 and glp.glp_get_status(lp) == glp.GLP_NOFEAS:
                 return _finish(form, None, "infeasible", started)
+            if lp_ret == 0 and glp.glp_get_status(lp) == glp.GLP_OPT:
+                lp_bound = float(glp.glp_get_obj_val(lp))  # the relaxation bounds every integer solution
             parm = glp.glp_iocp()
             glp.glp_init_iocp(parm)
             parm.presolve = glp.GLP_OFF if lp_ret == 0 else glp.GLP_ON
@@ -234,13 +238,19 @@ def solve_glpk(form: StandardForm, time_limit: float, mip_gap: float, tee: bool 
         else:
             status = "error"
         x = np.array([value_of(lp, j + 1) for j in range(n)]) if has else None
+        if not form.is_int.any() and status == "optimal":
+            lp_bound = float(glp.glp_get_obj_val(lp))
+        elif status == "optimal" and x is not None:  # proven within mip_gap of GLPK's own relative measure
+            best = float(form.c @ x + form.c0)
+            lp_bound = best - float(mip_gap) * abs(best) if lp_bound is None else max(lp_bound, best - float(mip_gap) * abs(best))
     finally:
         glp.glp_delete_prob(lp)
-    return _finish(form, x, status, started)
+    return _finish(form, x, status, started, lp_bound)
 
 
-def solve_highs(form: StandardForm, time_limit: float, mip_gap: float, tee: bool = False) -> MatrixSolution:
-    """HiGHS through highspy on the same matrix."""
+def solve_highs(form: StandardForm, time_limit: float, mip_gap: float, tee: bool = False,
+                start: np.ndarray | None = None) -> MatrixSolution:
+    """HiGHS through highspy on the same matrix; `start` (a feasible x) is given to it as the incumbent."""
     import highspy
 
     validate(form)
@@ -263,9 +273,15 @@ def solve_highs(form: StandardForm, time_limit: float, mip_gap: float, tee: bool
     if form.is_int.any():
         lp.integrality_ = [highspy.HighsVarType.kInteger if b else highspy.HighsVarType.kContinuous for b in form.is_int]
     h.passModel(lp)
+    if start is not None:
+        sol = highspy.HighsSolution()
+        sol.col_value = np.asarray(start, dtype=float).tolist()
+        sol.value_valid = True
+        h.setSolution(sol)
     h.run()
     ms = h.getModelStatus()
     info = h.getInfo()
+    bound = float(info.mip_dual_bound) if form.is_int.any() else float(info.objective_function_value)
     has = info.primal_solution_status == 2  # kSolutionStatusFeasible
     S = highspy.HighsModelStatus
     if ms == S.kOptimal:
@@ -279,26 +295,33 @@ def solve_highs(form: StandardForm, time_limit: float, mip_gap: float, tee: bool
     else:
         status = "error"
     x = np.asarray(h.getSolution().col_value, dtype=float) if has else None
-    return _finish(form, x, status, started)
+    return _finish(form, x, status, started, bound if np.isfinite(bound) else None)
 
 
-def _finish(form: StandardForm, x, status: str, started: float) -> MatrixSolution:
+def _finish(form: StandardForm, x, status: str, started: float, min_bound: float | None = None) -> MatrixSolution:
+    """`min_bound` is the solver's bound on `c@x + c0` (a minimisation), turned into the model's sense."""
     if x is not None:
         x = np.where(form.is_int, np.round(x), x)
     obj = form.objective_value(x) if x is not None else None
-    return MatrixSolution(x=x, objective=obj, status=status, seconds=time.perf_counter() - started)
+    bound = None if min_bound is None else (-min_bound if form.maximize else min_bound)
+    return MatrixSolution(x=x, objective=obj, status=status, seconds=time.perf_counter() - started, bound=bound)
 
 
 BACKENDS = {"glpk": solve_glpk, "highs": solve_highs}
 
 
-def solve_form(form: StandardForm, solver: str, time_limit: float, mip_gap: float) -> MatrixSolution:
-    """Solve and turn failures into clear errors; a time-out with a schedule is returned as such."""
+def solve_form(form: StandardForm, solver: str, time_limit: float, mip_gap: float,
+               start: np.ndarray | None = None) -> MatrixSolution:
+    """Solve and turn failures into clear errors; a time-out with a schedule is returned as such.
+    `start`, a feasible x, is HiGHS's incumbent (GLPK cannot take one; the caller keeps the better)."""
     if solver not in BACKENDS:
         raise SolverError(f"unknown solver {solver!r}; use one of {', '.join(BACKENDS)}")
     if not (time_limit and time_limit > 0) or mip_gap is None or not (mip_gap >= 0):
         raise SolverError(f"need a positive time limit and a non-negative MIP gap (got {time_limit}, {mip_gap})")
-    sol = BACKENDS[solver](form, time_limit, mip_gap)
+    if start is not None and solver == "highs":
+        sol = solve_highs(form, time_limit, mip_gap, start=start)
+    else:
+        sol = BACKENDS[solver](form, time_limit, mip_gap)
     if sol.status == "infeasible":
         raise SolverError(f"{solver}: the offline problem is infeasible: the job cannot be finished by its hard "
                           "deadline on this trace (check the deadline, N_min/N_max and availability)")

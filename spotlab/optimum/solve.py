@@ -8,7 +8,7 @@ then only new bounds and costs (`solve_window`), which is what makes hundreds of
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pyomo.environ as pe
@@ -29,8 +29,10 @@ class OptimumResult:
     s: np.ndarray
     objective: float  # the model's utility: the simulator's under "fractional" billing, a lower bound under "full"
     status: str  # "optimal" (within the gap) or "time_limit" (feasible, not proven)
-    solver: str
+    solver: str  # "glpk" or "highs" (the MILP), "dp" (the exact dynamic programme, `dp.py`)
     seconds: float
+    bound: float | None = None  # proven upper bound on the utility (None: the solver gave none)
+    gap: float | None = None  # (bound - objective) / |objective|: the result is proven within it (None: unknown)
 
 
 def solve_model(m: pe.ConcreteModel, solver: str = "glpk", time_limit: float = 60.0, mip_gap: float = DEFAULT_GAP,
@@ -102,7 +104,11 @@ class OptimumProblem:
         return self.forms_[constant_od]
 
     def solve_window(self, avail, spot_price, od_price, solver: str = "glpk", time_limit: float = 60.0,
-                     mip_gap: float = DEFAULT_GAP) -> OptimumResult:
+                     mip_gap: float = DEFAULT_GAP, incumbents=None, bound: float | None = None) -> OptimumResult:
+        """The optimum of one window. `incumbents`: schedules (o, s) known to be feasible (e.g. a baseline's);
+        the best of them in the model's terms is HiGHS's starting incumbent, and with either solver the result
+        is never worse than it. `bound`: a proven upper bound on the utility from elsewhere (a relaxation),
+        kept if it is tighter than the solver's."""
         started = time.perf_counter()
         T = self.horizon
         avail = np.asarray(avail)[:T]
@@ -127,11 +133,47 @@ class OptimumProblem:
             col_hi={tuple(s_cols): np.minimum(avail, self.job.n_max).astype(float)},
             cost=cost,
         )
-        sol = solve_form(form, solver, time_limit, mip_gap)
+        start = self._best_incumbent(form, incumbents or (), avail, solver, time_limit)
+        try:
+            sol = solve_form(form, solver, time_limit, mip_gap, start=None if start is None else start.x)
+        except SolverError as exc:
+            if start is None or "infeasible" in str(exc):
+                raise
+            sol = replace(start, status="time_limit", bound=None)  # no schedule of its own in time: keep the start
+        if start is not None and start.objective > sol.objective + 1e-9:  # the solver did worse than the start
+            sol = replace(start, status="time_limit" if sol.status != "optimal" else sol.status, bound=sol.bound)
         o = np.round(sol.x[o_cols]).astype(np.int64)
         s = np.round(sol.x[s_cols]).astype(np.int64)
-        return OptimumResult(o=o, s=s, objective=float(sol.objective), status=sol.status, solver=solver,
-                             seconds=time.perf_counter() - started)
+        best_bound = sol.bound
+        if bound is not None and np.isfinite(bound):
+            best_bound = bound if best_bound is None else min(best_bound, float(bound))
+        obj = float(sol.objective)
+        gap = None if best_bound is None else max(0.0, best_bound - obj) / max(abs(obj), 1e-9)
+        status = sol.status
+        if status == "time_limit" and gap is not None and gap <= mip_gap:
+            status = "optimal"  # proven within the gap by the outside bound
+        return OptimumResult(o=o, s=s, objective=obj, status=status, solver=solver,
+                             seconds=time.perf_counter() - started, bound=best_bound, gap=gap)
+
+    def _best_incumbent(self, form, incumbents, avail, solver: str, time_limit: float):
+        """Each schedule completed to a full solution of the model (its other variables solved with the
+        allocation fixed, an easy problem); the best, or None when none fits (e.g. a miss under must_finish)."""
+        best = None
+        o_cols, s_cols = form.index["o"], form.index["s"]
+        for o, s in incumbents:
+            o = np.asarray(o, dtype=float)[: self.horizon]
+            s = np.asarray(s, dtype=float)[: self.horizon]
+            if o.shape != (self.horizon,) or s.shape != (self.horizon,) or np.any(s > avail):
+                continue
+            fixed = with_updates(form, col_lo={tuple(o_cols): o, tuple(s_cols): s},
+                                 col_hi={tuple(o_cols): o, tuple(s_cols): s})
+            try:
+                sol = solve_form(fixed, solver, min(time_limit, 30.0), 1e-9)
+            except SolverError:
+                continue
+            if sol.status == "optimal" and (best is None or sol.objective > best.objective):
+                best = sol
+        return best
 
 
 def solve_optimum(avail, spot_price, od_price, job: Job, slot_hours: float, solver: str = "glpk",

@@ -1,11 +1,17 @@
 """The offline optimum as a policy: solve each window with the whole trace known, then replay.
 
 It is the upper bound every online policy is measured against (SPEC §4). The schedule is solved
-once per window at `reset` (in parallel over windows with joblib) and replayed slot by slot, so
-the simulator, not the model, reports its cost and utility. The model bills as the simulator's
-settings do: under fractional billing its objective is the replayed utility, so no online policy
-beats it; under full billing it values the job at the end of its finishing slot (the Can't Be Late
-convention). It does not pass through the safety net: the plan is feasible by construction.
+once per window at `reset` and replayed slot by slot, so the simulator, not the model, reports its
+cost and utility. The model bills as the simulator's settings do: under fractional billing its
+objective is the replayed utility, so no online policy beats it; under full billing it values the
+job at the end of its finishing slot (the Can't Be Late convention). It does not pass through the
+safety net: the plan is feasible by construction.
+
+`method`: "dp" is the exact dynamic programme of a fixed GPU count (`optimum.dp`, N_min = N_max, e.g.
+the Can't Be Late single instance), all windows at once in numpy; "milp" the mixed-integer program
+(in parallel over windows with joblib); "auto" the DP where it applies, else the MILP. With
+`warm_start`, each MILP starts from the best baseline schedule (uniform progress, greedy, on-demand,
+replayed here), so a time-out is never worse than a baseline; `report()` carries the worst proven gap.
 """
 
 from __future__ import annotations
@@ -14,15 +20,20 @@ import numpy as np
 from joblib import Parallel, delayed
 from tqdm.auto import tqdm
 
+from ..errors import PolicyError
 from ..optimum import OptimumProblem
+from ..optimum.dp import MAX_LEVELS, FixedCountDP, dp_applies
+from ..optimum.solve import DEFAULT_GAP
 from ..parallel import worker_count
 from ..registry import Params
-from ..optimum.solve import DEFAULT_GAP
 from ..simulator import Context, Observation
 
+METHODS = ("auto", "dp", "milp")
 
-def _solve_chunk(problem: OptimumProblem, avail, sp, od, solver, time_limit, mip_gap):
-    return [problem.solve_window(a, p, q, solver, time_limit, mip_gap) for a, p, q in zip(avail, sp, od)]
+
+def _solve_chunk(problem: OptimumProblem, avail, sp, od, solver, time_limit, mip_gap, incumbents):
+    return [problem.solve_window(a, p, q, solver, time_limit, mip_gap, incumbents=inc)
+            for a, p, q, inc in zip(avail, sp, od, incumbents)]
 
 
 class Optimal(Params):
@@ -30,21 +41,52 @@ class Optimal(Params):
     uses_safety_net = False
 
     def __init__(self, solver: str = "highs", time_limit: float = 120.0, mip_gap: float = DEFAULT_GAP,
-                 must_finish: bool = True, n_jobs: int = -1):
+                 must_finish: bool = True, n_jobs: int = -1, method: str = "auto", warm_start: bool = True):
+        if method not in METHODS:
+            raise PolicyError(f"optimal: method must be one of {', '.join(METHODS)}, got {method!r}")
         self.solver = solver
         self.time_limit = time_limit
         self.mip_gap = mip_gap
         self.must_finish = must_finish
         self.n_jobs = n_jobs
+        self.method = method
+        self.warm_start = warm_start
+
+    def _use_dp(self, ctx: Context) -> bool:
+        if self.method == "milp":
+            return False
+        applies = dp_applies(ctx.job)
+        if self.method == "dp":
+            if not applies:
+                raise PolicyError(f"optimal: method='dp' needs a fixed GPU count (N_min = N_max); the job has "
+                                  f"{ctx.job.n_min}..{ctx.job.n_max}; use method='auto' or 'milp'")
+            return True
+        if not applies:
+            return False
+        dp = FixedCountDP(ctx.job, ctx.horizon, ctx.episodes.slot_hours, self.must_finish, ctx.settings.billing)
+        return dp.levels.n <= MAX_LEVELS
 
     def reset(self, ctx: Context) -> None:
         ep, H = ctx.episodes, ctx.horizon
+        self.used_ = "dp" if self._use_dp(ctx) else "milp"
+        if self.used_ == "dp":
+            dp = FixedCountDP(ctx.job, H, ep.slot_hours, self.must_finish, ctx.settings.billing)
+            results = dp.solve_windows(ep.avail[:, :H], ep.spot_price[:, :H], ep.od_price[:, :H])
+        else:
+            results = self._solve_milp(ctx)
+        self.plan_o_ = np.stack([r.o for r in results])
+        self.plan_s_ = np.stack([r.s for r in results])
+        self.results_ = results
+
+    def _solve_milp(self, ctx: Context) -> list:
+        ep, H = ctx.episodes, ctx.horizon
         problem = OptimumProblem(ctx.job, H, ep.slot_hours, self.must_finish, ctx.settings.billing)
         W = ep.n
+        incumbents = baseline_schedules(ctx) if self.warm_start else [None] * W
         jobs = 1 if W < 4 else worker_count(self.n_jobs)
         chunks = np.array_split(np.arange(W), max(1, min(W, 4 * (2 if jobs == -1 else max(jobs, 1)))))
         args = [(problem, ep.avail[c, :H], ep.spot_price[c, :H], ep.od_price[c, :H],
-                 self.solver, self.time_limit, self.mip_gap) for c in chunks if c.size]
+                 self.solver, self.time_limit, self.mip_gap, [incumbents[i] for i in c]) for c in chunks if c.size]
         if jobs == 1:
             parts = (_solve_chunk(*a) for a in args)
         else:
@@ -54,16 +96,38 @@ class Optimal(Params):
             for part in parts:
                 results.extend(part)
                 bar.update(len(part))
-        self.plan_o_ = np.stack([r.o for r in results])
-        self.plan_s_ = np.stack([r.s for r in results])
-        self.results_ = results
+        return results
 
     def report(self) -> dict:
-        """How the solves went: a time-out leaves a feasible but unproven schedule."""
+        """How the solves went: the method, and for the MILP whether each window was proven and the worst gap."""
         status = [r.status for r in self.results_]
-        return {"solver": self.solver, "mip_gap": self.mip_gap, "windows_optimal": status.count("optimal"),
-                "windows_time_limit": status.count("time_limit"),
+        gaps = [r.gap for r in self.results_]
+        known = [g for g in gaps if g is not None]
+        return {"method": self.used_, "solver": "dp" if self.used_ == "dp" else self.solver,
+                "mip_gap": 0.0 if self.used_ == "dp" else self.mip_gap,
+                "windows_optimal": status.count("optimal"), "windows_time_limit": status.count("time_limit"),
+                "worst_gap": float(max(known)) if len(known) == len(gaps) and known else None,
                 "solve_seconds": round(float(sum(r.seconds for r in self.results_)), 2)}
 
     def act(self, obs: Observation):
         return self.plan_o_[:, obs.t], self.plan_s_[:, obs.t]
+
+
+def baseline_schedules(ctx: Context) -> list:
+    """Per window, the schedules (o, s) that uniform progress, greedy and on-demand actually run under the
+    simulator's settings: the MILP's warm starts (the solver keeps the best that fits its model)."""
+    from . import make_policy
+    from ..simulator import simulate
+
+    ep, H = ctx.episodes, ctx.horizon
+    out: list[list] = [[] for _ in range(ep.n)]
+    for name in ("uniform_progress", "greedy", "on_demand"):
+        try:
+            res = simulate(make_policy(name), ep, ctx.job, ctx.settings)
+        except Exception:  # a baseline that cannot run here is simply no warm start
+            continue
+        o, s = res.arrays["o"][:, :H], res.arrays["s"][:, :H]
+        for w in range(ep.n):
+            if res.done[w]:
+                out[w].append((o[w].copy(), s[w].copy()))
+    return out
