@@ -6,12 +6,18 @@ STAMP  := $(VENV)/.installed-stamp
 QUICK  ?= 0
 JOBS   ?= 2
 
-.PHONY: setup reproduce test test-fast bench clean help
+# JupyterLab of this venv opens the jupytext notebooks (notebooks/*.py) as notebooks on a double click, and
+# its contents manager (spotlab.lab) keeps a notebook unmodified when its kernel starts
+LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.json
+SERVER_CONFIG := $(VENV)/etc/jupyter/jupyter_server_config.json
+
+.PHONY: setup reproduce test test-fast bench lab clean help
 
 help:
 	@echo "make reproduce   set up .venv, execute every notebook with papermill, write paper_figures/ (QUICK=1: a first look)"
 	@echo "make test        set up .venv and run the test suite"
 	@echo "make bench       run the benchmarks in benchmarks/"
+	@echo "make lab         start JupyterLab on the notebooks (a .py in notebooks/ opens as a notebook)"
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,7 +25,18 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e ".[lab,dev]"
 	touch $(STAMP)
 
-setup: $(STAMP)
+$(LAB_SETTINGS): jupyterlab-settings/overrides.json $(STAMP)
+	mkdir -p $(dir $@)
+	cp $< $@
+
+$(SERVER_CONFIG): jupyterlab-settings/jupyter_server_config.json $(STAMP)
+	mkdir -p $(dir $@)
+	cp $< $@
+
+setup: $(STAMP) $(LAB_SETTINGS) $(SERVER_CONFIG)
+
+lab: setup
+	$(VENV)/bin/jupyter lab --notebook-dir=. notebooks/00_throughput_profiles.py
 
 reproduce: setup
 	$(PY) -m spotlab.reproduce --out paper_figures --build build $(if $(filter 1,$(QUICK)),--quick,)

@@ -24,8 +24,11 @@ def notebook_sources(folder: Path) -> list[Path]:
 
 
 def run_notebook(src: Path, build: Path, out_dir: Path, quick: bool, extra: dict | None = None,
-                 force: bool = False) -> dict:
-    """Convert and execute one notebook; returns a record with its status and wall time."""
+                 force: bool = False, progress: bool | None = False, html_dir: Path | None = None) -> dict:
+    """Convert and execute one notebook; returns a record with its status and wall time.
+
+    `progress` shows a bar of the notebook's cells (None: when stderr is a terminal); `html_dir` gets a
+    readable HTML copy of the executed notebook, figures included (also for a notebook that is not re-run)."""
     import jupytext
     import papermill as pm
 
@@ -42,16 +45,41 @@ def run_notebook(src: Path, build: Path, out_dir: Path, quick: bool, extra: dict
             ran_s = float(json.loads(done_marker.read_text()).get("seconds", 0.0))
         except (OSError, ValueError, AttributeError):
             ran_s = 0.0
+        if html_dir is not None and not (html_dir / f"{src.stem}.html").exists():
+            write_html(ex_dir / f"{src.stem}.ipynb", html_dir)
         return {"notebook": src.stem, "status": "cached", "seconds": 0.0, "execution_seconds": round(ran_s, 1)}
     ipynb = nb_dir / f"{src.stem}.ipynb"
     jupytext.write(jupytext.read(src), ipynb)
     started = time.perf_counter()
+    if progress is None:
+        progress = sys.stderr.isatty()
+    bar = {"desc": f"  {src.stem}", "leave": False, "file": sys.stderr, "dynamic_ncols": True} if progress else False
     pm.execute_notebook(str(ipynb), str(ex_dir / f"{src.stem}.ipynb"), parameters=params, cwd=str(ROOT),
-                        kernel_name="python3", progress_bar=False,
+                        kernel_name="python3", progress_bar=bar,
                         kernel_manager_class=kernel_manager_logging_to(ex_dir / f"{src.stem}.kernel.log"))
     seconds = time.perf_counter() - started
     done_marker.write_text(json.dumps({"params": params, "seconds": seconds}))
+    if html_dir is not None:
+        write_html(ex_dir / f"{src.stem}.ipynb", html_dir)
     return {"notebook": src.stem, "status": "ran", "seconds": round(seconds, 1), "execution_seconds": round(seconds, 1)}
+
+
+def write_html(executed: Path, html_dir: Path) -> Path | None:
+    """A readable HTML page of an executed notebook (code, text, tables and figures), for a reader without
+    Jupyter. A failure to render is a warning: the notebook itself ran."""
+    try:
+        import nbformat
+        from nbconvert import HTMLExporter
+
+        nb = nbformat.read(str(executed), as_version=4)
+        body, _ = HTMLExporter().from_notebook_node(nb)
+    except Exception as exc:  # nbconvert's templates or an odd output: report, do not fail the run
+        print(f"spotlab: warning: no HTML for {executed.name}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return None
+    html_dir.mkdir(parents=True, exist_ok=True)
+    out = html_dir / f"{executed.stem}.html"
+    out.write_text(body, encoding="utf-8")
+    return out
 
 
 def _merged_log(path: Path, quick: bool, seconds: float, log: list[dict]) -> dict:
@@ -80,7 +108,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="quick parameters: a first look in a few minutes")
     ap.add_argument("--only", nargs="*", help="notebook name prefixes to run (default: all)")
     ap.add_argument("--force", action="store_true", help="re-run notebooks that already ran")
+    ap.add_argument("--no-html", action="store_true", help="do not write an HTML page of each executed notebook")
+    ap.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                    help="progress bars on stderr (default: when stderr is a terminal)")
     args = ap.parse_args(argv)
+    from .parallel import stop_children, stop_on_sigterm
+
+    stop_on_sigterm()
+    try:
+        return _reproduce(args)
+    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: one line, the kernel and its workers stopped
+        stop_children()
+        how = "stopped by SIGTERM" if type(exc).__name__ == "Interrupted" else "interrupted"
+        print(f"spotlab reproduce: {how}; finished notebooks are kept, run it again to resume", file=sys.stderr)
+        return 130
+
+
+def _reproduce(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     sources = notebook_sources(Path(args.notebooks))
@@ -93,10 +137,15 @@ def main(argv: list[str] | None = None) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     log = []
     started = time.perf_counter()
-    for src in tqdm(sources, desc="notebooks", unit="nb"):
+    html_dir = None if args.no_html else out_dir  # next to the figures and the claims report
+    for src in tqdm(sources, desc="notebooks", unit="nb", disable=None if args.progress is None else not args.progress,
+                    file=sys.stderr):
         try:
-            log.append(run_notebook(src, build, out_dir, args.quick, force=args.force))
+            log.append(run_notebook(src, build, out_dir, args.quick, force=args.force, progress=args.progress,
+                                    html_dir=html_dir))
         except Exception as exc:  # report which notebook failed and where its output is
+            if getattr(exc, "ename", None) == "KeyboardInterrupt":  # Ctrl-C reached the kernel first
+                raise KeyboardInterrupt from None
             print(f"spotlab: error: notebook {src.name} failed: {type(exc).__name__}: {str(exc)[:2000]}\n"
                   f"  the partially executed copy is in {build / 'executed' / (src.stem + '.ipynb')}", file=sys.stderr)
             return 1
@@ -105,7 +154,8 @@ def main(argv: list[str] | None = None) -> int:
                                                                        total, log), indent=2))
     for rec in log:
         print(f"{rec['notebook']:40s} {rec['status']:7s} {rec['seconds']:8.1f} s")
-    print(f"done in {total:.0f} s; figures and data in {out_dir}/")
+    print(f"done in {total:.0f} s; figures and data in {out_dir}/"
+          + ("" if html_dir is None else f", the executed notebooks as HTML in {html_dir}/"))
     try:  # the claims report must never fail a reproduction whose notebooks ran
         from .claims import write_report
 
