@@ -13,7 +13,7 @@ from spotlab.errors import SolverError
 from spotlab.job import Job, Throughput
 from spotlab.market import Market
 from spotlab.optimum import OptimumProblem, solve_optimum
-from spotlab.optimum.dp import FixedCountDP, dp_applies, lost_levels
+from spotlab.optimum.dp import AllocationRelaxation, FixedCountDP, WorkLatticeDP, dp_applies, lost_levels, work_quantum
 from spotlab.policies import make_policy
 from spotlab.simulator import SimSettings, horizon_slots, simulate
 
@@ -137,3 +137,61 @@ def test_not_applicable_and_bad_input_are_clear():
     late = Job(work=5.0, deadline_h=4.0, miss_penalty=7.0)
     res = FixedCountDP(late, 4, 1.0, must_finish=False).solve_window([1] * 4, [1.0] * 4, [3.0] * 4)
     assert res.objective == -7.0 and res.o.sum() + res.s.sum() == 0
+
+
+@st.composite
+def lattice_instances(draw):
+    """Multi-GPU jobs whose work per slot is on a lattice (throughput and overhead on simple fractions)."""
+    T = draw(st.integers(3, 10))
+    n_max = draw(st.integers(2, 4))
+    n_min = draw(st.integers(1, n_max))
+    dt = draw(st.sampled_from([0.5, 1.0]))
+    delta = draw(st.sampled_from([0.0, 0.25, 0.5, 0.75, 1.25]))
+    if draw(st.booleans()):
+        tp = Throughput(alpha=draw(st.sampled_from([0.5, 1.0, 1.5])), beta=draw(st.sampled_from([0.0, 0.25, 0.5])))
+    else:
+        steps = draw(st.lists(st.sampled_from([0.5, 0.75, 1.0]), min_size=n_max, max_size=n_max))
+        tp = Throughput.from_table({k + 1: float(np.cumsum(steps)[k]) for k in range(n_max)})
+    rate = float(tp(n_max))
+    hard = T * dt - draw(st.sampled_from([0.0, 0.0, 0.3 * dt]))
+    room = np.floor(hard / dt + 1e-9) * dt - delta
+    assume(room > 0.1)
+    work = draw(st.floats(0.05, 1.0)) * room * rate
+    soft = draw(st.floats(min(hard, work / rate + delta), hard))
+    value = draw(st.one_of(st.just(0.0), st.floats(0.5, 40.0)))
+    job = Job(work=work, deadline_h=soft, hard_deadline_h=hard, n_min=n_min, n_max=n_max, overhead_h=delta,
+              throughput=tp, value=value, miss_penalty=draw(st.one_of(st.just(0.0), st.floats(0.5, 20.0))))
+    avail = np.array(draw(st.lists(st.integers(0, n_max), min_size=T, max_size=T)))
+    sp = np.array(draw(st.lists(st.floats(0.1, 3.5), min_size=T, max_size=T)))
+    od = draw(st.sampled_from([np.full(T, 3.0), np.linspace(2.0, 4.0, T)]))
+    mk = Market(avail=avail, spot_price=sp, od_price=od, slot_hours=dt, requested=n_max)
+    return job, mk, draw(st.booleans()), draw(st.sampled_from(["fractional", "full"]))
+
+
+@settings(max_examples=int(os.environ.get("SPOTLAB_HYPOTHESIS_EXAMPLES", 40)), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(lattice_instances())
+def test_work_lattice_dp_equals_the_milp_and_the_relaxation_bounds_it(case):
+    job, mk, must_finish, billing = case
+    H = horizon_slots(job, mk.slot_hours)
+    args = (mk.avail[:H], mk.spot_price[:H], mk.od_price[:H])
+    dp = WorkLatticeDP(job, H, mk.slot_hours, must_finish, billing)
+    assert dp.applies
+    try:
+        milp = OptimumProblem(job, H, mk.slot_hours, must_finish, billing).solve_window(*args, "highs", **EXACT)
+    except SolverError as exc:
+        assert "infeasible" in str(exc)
+        with pytest.raises(SolverError, match="infeasible"):
+            dp.solve_window(*args)
+        return
+    assume(milp.status == "optimal")
+    res = dp.solve_window(*args)
+    assert res.objective == pytest.approx(milp.objective, **TOL)
+    replay = simulate(Plan(res.o, res.s), mk, job, SimSettings(billing=billing, safety_net="off"))
+    if billing == "fractional":
+        assert replay.utility[0] == pytest.approx(res.objective, rel=1e-9, abs=1e-9)
+    else:
+        assert replay.utility[0] >= res.objective - 1e-9
+    # the Lagrangian relaxation's bound is never below the optimum
+    bound = AllocationRelaxation(job, H, mk.slot_hours, must_finish, billing).solve(*args).bound
+    assert bound >= res.objective - 1e-7 * max(1.0, abs(res.objective))

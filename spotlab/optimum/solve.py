@@ -134,8 +134,9 @@ class OptimumProblem:
             cost=cost,
         )
         start = self._best_incumbent(form, incumbents or (), avail, solver, time_limit)
+        left = max(1.0, time_limit - (time.perf_counter() - started))  # the time limit is for the whole call
         try:
-            sol = solve_form(form, solver, time_limit, mip_gap, start=None if start is None else start.x)
+            sol = solve_form(form, solver, left, mip_gap, start=None if start is None else start.x)
         except SolverError as exc:
             if start is None or "infeasible" in str(exc):
                 raise
@@ -160,11 +161,16 @@ class OptimumProblem:
         allocation fixed, an easy problem); the best, or None when none fits (e.g. a miss under must_finish)."""
         best = None
         o_cols, s_cols = form.index["o"], form.index["s"]
+        seen = set()
         for o, s in incumbents:
             o = np.asarray(o, dtype=float)[: self.horizon]
             s = np.asarray(s, dtype=float)[: self.horizon]
             if o.shape != (self.horizon,) or s.shape != (self.horizon,) or np.any(s > avail):
                 continue
+            key = (o.tobytes(), s.tobytes())
+            if key in seen:
+                continue
+            seen.add(key)
             fixed = with_updates(form, col_lo={tuple(o_cols): o, tuple(s_cols): s},
                                  col_hi={tuple(o_cols): o, tuple(s_cols): s})
             try:

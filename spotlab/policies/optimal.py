@@ -7,11 +7,13 @@ objective is the replayed utility, so no online policy beats it; under full bill
 job at the end of its finishing slot (the Can't Be Late convention). It does not pass through the
 safety net: the plan is feasible by construction.
 
-`method`: "dp" is the exact dynamic programme of a fixed GPU count (`optimum.dp`, N_min = N_max, e.g.
-the Can't Be Late single instance), all windows at once in numpy; "milp" the mixed-integer program
-(in parallel over windows with joblib); "auto" the DP where it applies, else the MILP. With
-`warm_start`, each MILP starts from the best baseline schedule (uniform progress, greedy, on-demand,
-replayed here), so a time-out is never worse than a baseline; `report()` carries the worst proven gap.
+`method`: "dp" is an exact dynamic programme (`optimum.dp`): for a fixed GPU count (N_min = N_max, e.g.
+the Can't Be Late single instance) over lost-time levels, all windows at once in numpy; otherwise over
+work levels when every slot's work is a multiple of one quantum (e.g. H(n) = n + 0.5, 1-h slots, 0.25-h
+overhead). "milp" is the mixed-integer program; "auto" the DP where one applies, else the MILP. With
+`warm_start`, each MILP starts from the best of the baselines' schedules (uniform progress, greedy,
+on-demand, replayed here) and the schedules of a Lagrangian relaxation (`AllocationRelaxation`), whose
+bound is also kept: a time-out is never worse than a baseline, and `report()` carries the worst proven gap.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from tqdm.auto import tqdm
 
 from ..errors import PolicyError
 from ..optimum import OptimumProblem
-from ..optimum.dp import MAX_LEVELS, FixedCountDP, dp_applies
+from ..optimum.dp import AllocationRelaxation, FixedCountDP, exact_dp
 from ..optimum.solve import DEFAULT_GAP
 from ..parallel import worker_count
 from ..registry import Params
@@ -31,9 +33,20 @@ from ..simulator import Context, Observation
 METHODS = ("auto", "dp", "milp")
 
 
-def _solve_chunk(problem: OptimumProblem, avail, sp, od, solver, time_limit, mip_gap, incumbents):
-    return [problem.solve_window(a, p, q, solver, time_limit, mip_gap, incumbents=inc)
-            for a, p, q, inc in zip(avail, sp, od, incumbents)]
+def _solve_chunk(problem, avail, sp, od, solver, time_limit, mip_gap, incumbents, relax: bool):
+    if not isinstance(problem, OptimumProblem):  # an exact DP
+        return [problem.solve_window(a, p, q) for a, p, q in zip(avail, sp, od)]
+    out = []
+    for a, p, q, inc in zip(avail, sp, od, incumbents):
+        bound = None
+        inc = list(inc or [])
+        if relax:  # the Lagrangian relaxation: a bound, and schedules that are often near the optimum
+            lag = AllocationRelaxation(problem.job, problem.horizon, problem.slot_hours, problem.must_finish,
+                                       problem.billing).solve(a, p, q)
+            bound = lag.bound
+            inc.extend(lag.schedules)
+        out.append(problem.solve_window(a, p, q, solver, time_limit, mip_gap, incumbents=inc, bound=bound))
+    return out
 
 
 class Optimal(Params):
@@ -52,41 +65,42 @@ class Optimal(Params):
         self.method = method
         self.warm_start = warm_start
 
-    def _use_dp(self, ctx: Context) -> bool:
+    def _exact(self, ctx: Context):
+        """The exact DP to use, or None for the MILP."""
         if self.method == "milp":
-            return False
-        applies = dp_applies(ctx.job)
-        if self.method == "dp":
-            if not applies:
-                raise PolicyError(f"optimal: method='dp' needs a fixed GPU count (N_min = N_max); the job has "
-                                  f"{ctx.job.n_min}..{ctx.job.n_max}; use method='auto' or 'milp'")
-            return True
-        if not applies:
-            return False
-        dp = FixedCountDP(ctx.job, ctx.horizon, ctx.episodes.slot_hours, self.must_finish, ctx.settings.billing)
-        return dp.levels.n <= MAX_LEVELS
+            return None
+        dp = exact_dp(ctx.job, ctx.horizon, ctx.episodes.slot_hours, self.must_finish, ctx.settings.billing)
+        if dp is None and self.method == "dp":
+            raise PolicyError(f"optimal: no exact DP applies to this job (it needs N_min = N_max, or work per slot "
+                              f"on a small lattice: throughput, slot and overhead on simple fractions); "
+                              f"use method='auto' or 'milp'")
+        return dp
 
     def reset(self, ctx: Context) -> None:
         ep, H = ctx.episodes, ctx.horizon
-        self.used_ = "dp" if self._use_dp(ctx) else "milp"
-        if self.used_ == "dp":
-            dp = FixedCountDP(ctx.job, H, ep.slot_hours, self.must_finish, ctx.settings.billing)
+        dp = self._exact(ctx)
+        self.used_ = "milp" if dp is None else "dp"
+        if isinstance(dp, FixedCountDP):
             results = dp.solve_windows(ep.avail[:, :H], ep.spot_price[:, :H], ep.od_price[:, :H])
         else:
-            results = self._solve_milp(ctx)
+            results = self._solve_each(ctx, dp)
         self.plan_o_ = np.stack([r.o for r in results])
         self.plan_s_ = np.stack([r.s for r in results])
         self.results_ = results
 
-    def _solve_milp(self, ctx: Context) -> list:
+    def _solve_each(self, ctx: Context, dp) -> list:
+        """One window at a time (in parallel over chunks of windows): the work-lattice DP or the MILP."""
         ep, H = ctx.episodes, ctx.horizon
-        problem = OptimumProblem(ctx.job, H, ep.slot_hours, self.must_finish, ctx.settings.billing)
         W = ep.n
-        incumbents = baseline_schedules(ctx) if self.warm_start else [None] * W
+        if dp is not None:
+            problem, incumbents = dp, [None] * W
+        else:
+            problem = OptimumProblem(ctx.job, H, ep.slot_hours, self.must_finish, ctx.settings.billing)
+            incumbents = baseline_schedules(ctx) if self.warm_start else [None] * W
         jobs = 1 if W < 4 else worker_count(self.n_jobs)
         chunks = np.array_split(np.arange(W), max(1, min(W, 4 * (2 if jobs == -1 else max(jobs, 1)))))
-        args = [(problem, ep.avail[c, :H], ep.spot_price[c, :H], ep.od_price[c, :H],
-                 self.solver, self.time_limit, self.mip_gap, [incumbents[i] for i in c]) for c in chunks if c.size]
+        args = [(problem, ep.avail[c, :H], ep.spot_price[c, :H], ep.od_price[c, :H], self.solver, self.time_limit,
+                 self.mip_gap, [incumbents[i] for i in c], self.warm_start) for c in chunks if c.size]
         if jobs == 1:
             parts = (_solve_chunk(*a) for a in args)
         else:
