@@ -516,7 +516,7 @@ def _cotune(name: str):
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .parallel import stop_children, stop_on_sigterm
+    from .parallel import quiet_exit_stderr, stop_children, stop_on_sigterm
 
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -532,6 +532,7 @@ def main(argv: list[str] | None = None) -> int:
         stop_children()
         what = "stopped by SIGTERM" if type(exc).__name__ == "Interrupted" else "interrupted"
         print(f"spotlab {args.command}: {what}", file=sys.stderr)
+        quiet_exit_stderr()
         return 143 if what.endswith("SIGTERM") else 130
     except BrokenPipeError:  # e.g. `spotlab ... --json | head -c 100`: the reader left, nothing to report
         with contextlib.suppress(OSError):

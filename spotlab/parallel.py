@@ -74,13 +74,20 @@ def descendants(pid: int | None = None) -> list[int]:
 
 def stop_children(grace_s: float = 3.0) -> None:
     """End every process this one started, and theirs: SIGTERM, then SIGKILL after `grace_s`."""
-    with contextlib.suppress(Exception):  # joblib's reusable pool, so it does not respawn what we kill
-        from joblib.externals.loky import get_reusable_executor
+    if "joblib" in sys.modules:  # joblib's reusable pool first, so that it does not respawn what we kill
+        with contextlib.suppress(Exception):
+            from joblib.externals.loky import get_reusable_executor
 
-        if "joblib" in sys.modules:
             get_reusable_executor().shutdown(wait=False, kill_workers=True)
-    pids = descendants()
-    for sig in (signal.SIGTERM, signal.SIGKILL):
+    # workers and kernels first; the resource trackers last (they would report the workers' semaphores as
+    # leaked, and joblib relaunches a tracker that died before its workers)
+    found = descendants()
+    _end([p for p in found if not _is_resource_tracker(p)], grace_s)
+    _end([p for p in found if _is_resource_tracker(p)], 0.0)  # they ignore SIGTERM
+
+
+def _end(pids: list[int], grace_s: float) -> None:
+    for sig in ((signal.SIGTERM, signal.SIGKILL) if grace_s > 0 else (signal.SIGKILL,)):
         for pid in pids:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, sig)
@@ -90,6 +97,22 @@ def stop_children(grace_s: float = 3.0) -> None:
             if not pids:
                 return
             time.sleep(0.05)
+
+
+def _is_resource_tracker(pid: int) -> bool:
+    """A resource tracker of multiprocessing or joblib (a helper process, not a worker)."""
+    try:
+        return b"resource_tracker" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
+def quiet_exit_stderr() -> None:
+    """After the one line that says a command was stopped: the interpreter's teardown (joblib's and
+    asyncio's warnings about the processes just ended) must not add more."""
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.flush()
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stderr.fileno())
 
 
 def _alive(pid: int) -> bool:

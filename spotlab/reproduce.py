@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                     help="progress bars on stderr (default: when stderr is a terminal)")
     args = ap.parse_args(argv)
-    from .parallel import stop_children, stop_on_sigterm
+    from .parallel import quiet_exit_stderr, stop_children, stop_on_sigterm
 
     stop_on_sigterm()
     try:
@@ -121,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         stop_children()
         how = "stopped by SIGTERM" if type(exc).__name__ == "Interrupted" else "interrupted"
         print(f"spotlab reproduce: {how}; finished notebooks are kept, run it again to resume", file=sys.stderr)
+        quiet_exit_stderr()
         return 130
 
 
