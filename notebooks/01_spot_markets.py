@@ -11,7 +11,8 @@
 # What a scheduler of fine-tuning jobs faces on real spot markets (SPEC §7 item 2). Four tidy
 # traces (`markets/`, see its README): GCP H100 (16 GPUs requested every 10 min, 9 zones), AWS V100
 # p3.2xlarge (1 GPU probed every ~195 s with the real spot price, 6 zones), AWS V100 16-node counts
-# (3 zones) and GCP A100 counts (0..4, 6 zones, ~32 h). All are resampled to one slot length
+# (3 zones) and GCP A100 counts (0..4, 6 zones, ~32 h); and a GPU-cloud marketplace (H100 SXM5, 30 min
+# snapshots for 27 days, zones = the whole market and three providers; last section). All are resampled to one slot length
 # (`slot_hours`): availability is the minimum over the slot (a GPU must survive the whole slot),
 # price the time-weighted mean. Every figure is saved with the CSV of the numbers it shows.
 
@@ -245,3 +246,66 @@ fig.suptitle("GCP A100-40GB spot availability per zone", y=1.0)
 fig.tight_layout()
 save(fig, a100_tab, "a100_availability")
 plt.show()
+
+# %% [markdown]
+# ## A GPU-cloud marketplace: prices, listed capacity, providers
+#
+# The marketplace (`markets/gpu-price-tracker/`, H100 SXM5: Prime Intellect's aggregated listing of about a
+# dozen clouds, a snapshot every ~30 min) is a different kind of market: nobody is preempted by a cloud, but
+# prices and listed capacity move and providers come and go. `spotlab.marketplace` maps it to the spot model
+# (its docstring says why): spot = the cheapest offer flagged interruptible, else the cheapest-decile
+# price (p10); on-demand = the median listing; spot GPUs = those listed at the spot price, capped at the 8
+# requested (the panels above). Here, uncapped and per snapshot: (top) prices, (middle) listed
+# configurations and providers, (bottom) which provider lists when. Right: the daily profile (UTC) of the
+# listed configurations and of the spot price; shaded ± one standard error over the 27 days.
+
+# %%
+from spotlab.marketplace import provider_table, snapshot_table
+
+mp_path = dataset_path(files["marketplace_h100"].relpath)
+snaps = snapshot_table(mp_path)
+provs = provider_table(mp_path)
+fig, axes = plt.subplots(3, 2, figsize=(15, 9), gridspec_kw={"width_ratios": [3, 1]}, layout="constrained")
+ax = axes[0][0]
+for col, style in (("median", dict(color="k", lw=1.2, label="median (on-demand)")),
+                   ("p10", dict(color="tab:blue", lw=1, label="p10 (spot proxy)")),
+                   ("flagged_spot", dict(color="tab:red", lw=0, marker=".", ms=3, label="flagged spot offer"))):
+    ax.plot(snaps["time"], snaps[col], **style)
+ax.set_ylabel("USD per GPU-hour")
+ax.legend(fontsize=8, ncol=3, loc="upper left")
+ax = axes[1][0]
+ax.plot(snaps["time"], snaps["offers"], color="tab:green", lw=1, label="listed configurations")
+ax.plot(snaps["time"], snaps["tier_gpus"].clip(upper=40), color="tab:purple", lw=0.8,
+        label="GPUs at the spot price (clipped at 40)")
+ax.set_ylabel("count")
+ax2 = ax.twinx()
+ax2.step(snaps["time"], snaps["providers"], where="post", color="grey", lw=0.8)
+ax2.set_ylabel("providers listing", color="grey")
+ax2.grid(False)
+ax.legend(fontsize=8, loc="upper left")
+ax = axes[2][0]
+order = provs["provider"].value_counts().index.tolist()
+ax.scatter(provs["time"], provs["provider"].map({p: i for i, p in enumerate(order)}), s=2, c="tab:blue")
+ax.set_yticks(range(len(order)), order, fontsize=8)
+ax.set_title("provider listed (one dot per snapshot)", fontsize=9, loc="left")
+for a in axes[:, 0]:
+    a.xaxis.set_major_formatter(mdates.DateFormatter("%m-%d"))
+snaps["hour"] = snaps["time"].dt.hour
+prof = snaps.groupby("hour").agg(offers=("offers", "mean"), offers_se=("offers", "sem"),
+                                 spot=("spot_price", "mean"), spot_se=("spot_price", "sem"),
+                                 median=("median", "mean"), n=("offers", "size")).reset_index()
+for a, col, label in ((axes[0][1], "spot", "spot price (USD/GPU-h)"), (axes[1][1], "offers", "listed configurations")):
+    a.plot(prof["hour"], prof[col], marker="o", ms=3)
+    a.fill_between(prof["hour"], prof[col] - prof[f"{col}_se"], prof[col] + prof[f"{col}_se"], alpha=0.3)
+    a.set_ylabel(label)
+    a.set_xlabel("hour of day (UTC)")
+axes[2][1].axis("off")
+fig.suptitle(f"{files['marketplace_h100'].title}: {len(snaps)} snapshots, "
+             f"{snaps['time'].iloc[0]:%Y-%m-%d} to {snaps['time'].iloc[-1]:%Y-%m-%d}", x=0.01, ha="left")
+save(fig, snaps, "marketplace_over_time")
+plt.show()
+display(prof.round(3))
+print(f"flagged spot offer in {snaps['flagged_spot'].notna().mean():.0%} of snapshots; spot/median price "
+      f"{(snaps['spot_price'] / snaps['median']).mean():.2f} on average; listed configurations "
+      f"{snaps['offers'].min()}-{snaps['offers'].max()}, daily profile from {prof['offers'].min():.1f} to "
+      f"{prof['offers'].max():.1f} (hour means)")

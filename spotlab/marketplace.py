@@ -308,6 +308,32 @@ def snapshot_values(snap: Snapshot, zone: str = ALL, spot: str = "flagged", capa
     return int(gpus), min(price, od), od
 
 
+def snapshot_table(path: str | Path, tier_tol: float = 0.05) -> pd.DataFrame:
+    """One row per snapshot, uncapped: the market-wide prices (min, p10, median, flagged spot offer) and the
+    capacity under each rule (listed configurations, GPUs listed, GPUs at the spot price), plus how many
+    providers list. What notebook 01 plots: the capacity's daily cycle is in these counts, not in the capped
+    availability of a `Market`."""
+    rows = []
+    for s in read_snapshots(path):
+        flagged = [c.min_price for c in s.configs if c.spot]
+        rows.append({
+            "time": s.time, "line": s.line, "providers": len(s.providers), "offers": s.offers,
+            "gpus": snapshot_values(s, ALL, "flagged", "gpus")[0],
+            "tier_gpus": snapshot_values(s, ALL, "flagged", "tier", tier_tol)[0],
+            "min": s.stats["min"], "p10": s.stats["p10"], "median": s.stats["median"],
+            "flagged_spot": min(flagged) if flagged else np.nan,
+            "spot_price": snapshot_values(s, ALL, "flagged", "tier", tier_tol)[1],
+        })
+    return pd.DataFrame(rows)
+
+
+def provider_table(path: str | Path) -> pd.DataFrame:
+    """One row per (snapshot, provider listed): listings, min and mean price. Absent providers have no row."""
+    rows = [{"time": s.time, "provider": name, "offers": c, "min": lo, "avg": mean}
+            for s in read_snapshots(path) for name, (c, lo, mean) in s.providers.items()]
+    return pd.DataFrame(rows, columns=["time", "provider", "offers", "min", "avg"])
+
+
 def _check_options(zone: str, spot: str, capacity: str, gaps: str, tier_tol: float,
                    max_gap_hours: float, requested: int) -> None:
     if spot not in SPOT_RULES:
@@ -379,4 +405,5 @@ def _gpu_name(path: Path) -> str:
 
 
 __all__ = ["ALL", "CAPACITY_RULES", "GAP_RULES", "SPOT_RULES", "is_marketplace_file", "load_marketplace",
-           "load_marketplace_observations", "marketplace_zones", "read_snapshots", "snapshot_values"]
+           "load_marketplace_observations", "marketplace_zones", "provider_table", "read_snapshots",
+           "snapshot_table", "snapshot_values"]

@@ -45,6 +45,7 @@ class MarketSpec:
     spot_share: float | None = None  # assumed spot price = share x on-demand, where the trace has none
     od_price: float | None = None  # assumed on-demand price, where the trace has none
     note: str = ""
+    last_hours: float | None = None  # keep only the trace's last hours (run time; see the entry's note)
 
 
 MARKETS: dict[str, MarketSpec] = {
@@ -58,6 +59,12 @@ MARKETS: dict[str, MarketSpec] = {
     "a100": MarketSpec("GCP A100-40GB, asia-northeast1-a (counts of 4)", "markets/gcp_a100_counts.csv.gz",
                        "asia-northeast1-a", spot_share=0.3, od_price=3.67,
                        note="prices assumed: on-demand 3.67 $/GPU-h (GCP a2 list price per GPU), spot 0.3 x that"),
+    "marketplace": MarketSpec("GPU-cloud marketplace, H100 SXM5, all providers (8 requested, 30 min snapshots)",
+                              "markets/gpu-price-tracker/H100_80GB_SXM5.jsonl.gz", "all", last_hours=24 * 16,
+                              note="spot = cheapest flagged-interruptible offer, else the p10 price; on-demand = "
+                                   "median listing; GPUs = listed at the spot price (spotlab.marketplace); last "
+                                   "16 days (from 2025-10-31: a week of history, then 9 days of jobs, DataCrunch's "
+                                   "flagged spot offers included) to keep the notebooks' run time small"),
     "calm": MarketSpec("synthetic, calm regime", None, regime="calm"),
     "volatile": MarketSpec("synthetic, volatile regime", None, regime="volatile"),
 }
@@ -75,7 +82,9 @@ def load_market(key: str, slot_hours: float = 1.0, hours: float = 24 * 21, seed:
     if spec.relpath is None:
         return synthetic_market(hours, slot_hours=slot_hours, requested=8, od_price=3.0, regime=spec.regime,
                                 seed=seed)
-    market = load_tidy_csv(dataset_path(spec.relpath), zone or spec.zone, slot_hours)
+    market = load_tidy_csv(dataset_path(spec.relpath), zone or spec.zone, slot_hours)  # or a marketplace file
+    if spec.last_hours is not None and len(market) * market.slot_hours > spec.last_hours:
+        market = market.window(len(market) - int(round(spec.last_hours / market.slot_hours)), len(market))
     if spec.spot_share is not None:
         od = spec.od_price if spec.od_price is not None else float(np.nanmedian(market.od_price))
         market = market.with_prices(spec.spot_share * od, od)
