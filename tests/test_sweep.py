@@ -348,3 +348,34 @@ def test_dask_sweep_survives_a_killed_worker_and_an_interrupted_client(tmp_path,
     assert res.ok and res.done == 12 and res.ran < 12
     check_each_done_once(out, 12)
     assert all(lines(d / "starts.txt") == 1 for d in point_dirs(out).values())
+
+
+SLOW_CELLS = '''# %% tags=["parameters"]
+out_dir = "."
+pause = 1.5
+
+# %%
+import time
+
+time.sleep(pause)
+
+# %%
+time.sleep(pause)
+
+# %%
+time.sleep(pause)
+
+# %%
+time.sleep(pause)
+'''
+
+
+def test_progress_bar_moves_while_the_first_point_runs(tmp_path):
+    """The bar counts a running point's finished cells: it leaves 0 long before the first point is done."""
+    path = tmp_path / "slow.py"
+    path.write_text(SLOW_CELLS)
+    grid = grid_file(tmp_path, "pause: [1.5]\n")
+    p = cli("sweep", path, "--grid", grid, "--out", tmp_path / "out", "--progress")
+    assert p.returncode == 0, p.stderr
+    shown = [float(v) for v in __import__("re").findall(r"\| ([0-9.]+)/1 points", p.stderr)]
+    assert any(0 < v < 1 for v in shown), f"no partial progress in the bar: {p.stderr[-500:]}"
