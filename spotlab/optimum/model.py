@@ -325,7 +325,9 @@ def add_allocation(m: pe.ConcreteModel, avail: np.ndarray, job: Job, dt: float, 
     # It is exact for a single instance, where it is what makes the model solve quickly. The unused
     # end of a finishing slot runs at the full rate H, so it shares the row.
     if delta > 0:
-        per_gpu = tp.alpha if tp.is_linear else min(hk / k for k, hk in tp.table)
+        # work lost per GPU added: H(n)/n >= alpha + min(beta, 0)/N_min on N_min..N_max (beta < 0: the
+        # smallest count loses the least per GPU; beta > 0 is counted by the u_y term below)
+        per_gpu = (tp.alpha + min(tp.beta, 0.0) / job.n_min) if tp.is_linear else min(hk / k for k, hk in tp.table)
         lost0 = min(dt, delta)
         m.u_o = pe.Var(m.T, domain=pe.NonNegativeReals)
         m.u_s = pe.Var(m.T, domain=pe.NonNegativeReals)
