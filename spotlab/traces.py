@@ -65,6 +65,9 @@ def read_tidy_csv(path: str | Path) -> pd.DataFrame:
     path = Path(path)
     df = _read_csv_strings(path)
     missing = [c for c in TIDY_COLUMNS if c not in df.columns]
+    if missing and len(df.columns) and str(df.columns[0]).lstrip()[:1] in ("[", "{"):
+        raise TraceError(f"{path}: this is JSON, not a tidy market CSV; a sky_spot JSON trace is one object "
+                         '{"metadata": {"gap_seconds": ...}, "data": [...]}, not a bare list')
     if missing:
         raise TraceError(
             f"{path}: missing column(s) {', '.join(missing)}; a tidy market CSV needs {', '.join(TIDY_COLUMNS)}"
@@ -103,9 +106,9 @@ def read_tidy_csv(path: str | Path) -> pd.DataFrame:
     for col in ("spot_price", "on_demand_price"):
         blank = df[col].str.strip() == ""
         vals = pd.to_numeric(df[col].where(~blank), errors="coerce")
-        bad_text = vals.isna() & ~blank
+        bad_text = (vals.isna() & ~blank) | np.isinf(vals)
         if bad_text.any():
-            fail(bad_text.to_numpy(), f"{col} is not a number (NaN or text)")
+            fail(bad_text.to_numpy(), f"{col} is not a number (NaN, inf or text)")
         if (vals < 0).any():
             fail((vals < 0).fillna(False).to_numpy(), f"negative {col}")
         out[col] = vals.astype(float)
