@@ -92,3 +92,114 @@ def test_bad_windows_and_missing_files(tmp_path, cbl_trace):
     i = base.index("--spot-price")
     r = run(*(base[:i] + base[i + 2:]), check=False)
     assert r.returncode == 2 and "no spot price" in r.stderr
+
+
+# --- issue 12: the polished command line -------------------------------------------------------------------
+
+def test_no_abbreviations_and_one_line_argparse_errors(cbl_args):
+    p = run(*cbl_args, "--policy", "greedy", "--deadline", 5, check=False)
+    assert p.returncode == 2 and "unrecognized arguments: --deadline" in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1 and "usage:" not in p.stderr
+    p = run("simulate", "--policy", "greedy", check=False)
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and "required" in p.stderr
+
+
+def test_every_option_has_help():
+    from spotlab.cli import build_parser
+
+    parser = build_parser()
+    subs = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    for name, sub in subs.choices.items():
+        for action in sub._actions:
+            if action.option_strings and action.dest != "help":
+                assert action.help, f"spotlab {name} {action.option_strings[0]} has no help text"
+
+
+def test_policies_list_parameters_with_defaults_and_meaning():
+    out = run("policies").stdout
+    assert "theta=0.6" in out and "w=12" in out
+    out = run("policies", "chc").stdout
+    assert "w=12" in out and "look-ahead" in out and "seed=0" in out
+    p = run("policies", "nope", check=False)
+    assert p.returncode == 2 and "unknown policy 'nope'" in p.stderr
+
+
+def test_json_in_input_units_typed_params_one_seed_and_timings(dataset):
+    args = ["simulate", "--trace", dataset("markets/gcp_h100_probes.csv.gz"), "--zone", "us-central1-a",
+            "--slot-hours", 1, "--work-hours", 24, "--deadline-hours", 30, "--gpus-min", 2, "--gpus-max", 4,
+            "--throughput-beta", 0.5, "--restart-overhead-hours", 0.2, "--policy", "prediction_free",
+            "--param", "theta=0.5", "--param", "hysteresis_h=none", "--json"]
+    out = json.loads(run(*args).stdout)
+    assert out["job"]["work_hours"] == 24.0 and out["job"]["throughput_beta"] == 0.5
+    assert out["params"]["theta"] == 0.5 and out["params"]["hysteresis_h"] is None
+    assert out["seed"] == 0 and "total_s" in out["timings"] and "elapsed_s" not in out
+    quiet = [*args, "--no-timings"]
+    a, b = run(*quiet).stdout, run(*quiet).stdout
+    assert a == b and "timings" not in json.loads(a)
+
+
+def test_seed_and_param_seed_are_one_seed(cbl_args):
+    p = run(*cbl_args, "--policy", "greedy", "--seed", 1, "--param", "seed=2", check=False)
+    assert p.returncode == 2 and "disagree" in p.stderr
+    out = json.loads(run(*cbl_args, "--policy", "greedy", "--param", "seed=3", "--no-timings").stdout)
+    assert out["seed"] == 3
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--spot-price", "1e308"], "at most 1e+09"),
+    (["--zone", "us-west-2a"], "--zone applies to tidy CSVs"),
+    (["--gpus", 2, "--gpus-max", 4], "not both"),
+    (["--throughput-alpha", 0, "--throughput-beta", -1], "must be > 0"),
+    (["--per-run", "/tmp"], "is a folder"),
+    (["--records", "/no/such/folder/r.csv"], "does not exist"),
+])
+def test_weak_inputs_are_one_line_errors(cbl_args, extra, message):
+    args = list(cbl_args)
+    if "--spot-price" in extra:
+        i = args.index("--spot-price")
+        del args[i:i + 2]
+    p = run(*args, "--policy", "greedy", *extra, check=False)
+    assert p.returncode == 2 and message in p.stderr, p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("content, message", [
+    ("time,cloud,zone,gpu,requested,available,spot_price,on_demand_price\n"
+     "2024-01-01T00:00:00Z,gcp,z,h100,8,4,1.0,3.0\n2024-01-01T01:00:00Z,gcp,z,h100,8,4,inf,3.0\n", "line 3"),
+    ("[0, 1, 0, 1]\n", "this is JSON"),
+])
+def test_weak_trace_files(tmp_path, content, message):
+    p = tmp_path / "trace.csv"
+    p.write_text(content)
+    r = run("simulate", "--trace", p, "--policy", "greedy", "--work-hours", 1, "--deadline-hours", 2,
+            "--restart-overhead-hours", 0, "--json", check=False)
+    assert r.returncode == 2 and message in r.stderr and "Warning" not in r.stderr, r.stderr
+
+
+def test_python_api_misuse_is_a_clear_type_error(dataset):
+    from spotlab.errors import SpotlabError
+    from spotlab.policies import make_policy
+    from spotlab.runs import make_job
+    from spotlab.simulator import simulate
+    from spotlab.traces import load_trace
+
+    market = load_trace(dataset("markets/gcp_h100_probes.csv.gz"), zone="us-central1-a", slot_hours=1)
+    job = make_job(work_hours=4, deadline_hours=8)
+    for args, message in [(("greedy", market, job), "make_policy('greedy')"),
+                          ((make_policy("greedy"), "trace.csv", job), "load_trace"),
+                          ((make_policy("greedy"), market, None), "job must be a Job")]:
+        with pytest.raises(TypeError, match=__import__("re").escape(message)) as info:
+            simulate(*args)
+        assert isinstance(info.value, SpotlabError)
+
+
+def test_help_starts_fast():
+    import time
+
+    t = time.perf_counter()
+    run("--help")
+    took = time.perf_counter() - t
+    assert took < 3.0, f"spotlab --help took {took:.2f} s"  # loose: a loaded machine; the benchmark measures it
+    code = "import sys, spotlab.cli; spotlab.cli.build_parser(); print(sorted(m for m in sys.modules if m in " \
+           "('pandas', 'sklearn', 'numpy', 'scipy')))"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "[]"
