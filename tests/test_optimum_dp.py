@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
-from spotlab.errors import SolverError
+from spotlab.errors import PolicyError, SolverError
 from spotlab.job import Job, Throughput
 from spotlab.market import Market
 from spotlab.optimum import OptimumProblem, solve_optimum
@@ -195,3 +195,57 @@ def test_work_lattice_dp_equals_the_milp_and_the_relaxation_bounds_it(case):
     # the Lagrangian relaxation's bound is never below the optimum
     bound = AllocationRelaxation(job, H, mk.slot_hours, must_finish, billing).solve(*args).bound
     assert bound >= res.objective - 1e-7 * max(1.0, abs(res.objective))
+
+
+def test_cant_be_late_known_answer_300_windows(cbl_trace, cbl_windows):
+    # The 300 published windows, 48 h of work, 52 h deadline, 0.1 h overhead: the MILP's mean cost (README,
+    # gap 1e-4) is 78.56, below the published omniscient policy's 79.63. The DP is exact and replays exactly.
+    from spotlab.runs import load_episodes, make_job, run_policy, settings_for
+
+    loaded = load_episodes(cbl_trace, cbl_windows, spot_price=0.9731, od_price=3.06)
+    settings = settings_for("auto", loaded.kind)
+    job = make_job(48, 52, overhead_hours=0.1)
+    res = run_policy("optimal", {}, loaded.episodes, job, settings)
+    assert res.policy_report["method"] == "dp" and res.policy_report["worst_gap"] == 0.0
+    assert np.mean(res.cost) == pytest.approx(78.5617, abs=1e-3) and np.mean(res.cost) <= 79.63
+    assert res.met_deadline.all()
+    H = horizon_slots(job, loaded.episodes.slot_hours)
+    problem = OptimumProblem(job, H, loaded.episodes.slot_hours, billing="full")
+    ep = loaded.episodes
+    for w in (0, 137):  # two windows against the MILP
+        milp = problem.solve_window(ep.avail[w, :H], ep.spot_price[w, :H], ep.od_price[w, :H], "highs", 120, 1e-7)
+        assert res.cost[w] == pytest.approx(-milp.objective, abs=1e-5)
+
+
+def test_optimal_policy_method_and_report():
+    job = Job(work=3.0, deadline_h=4.0, n_min=1, n_max=2, overhead_h=0.25, throughput=Throughput(1.0, 0.5))
+    mk = Market(avail=np.array([2, 0, 2, 2, 1, 0]), spot_price=np.full(6, 1.0), od_price=np.full(6, 3.0),
+                slot_hours=1.0, requested=2)
+    a = make_policy("optimal", {"method": "auto", "n_jobs": 1})
+    b = make_policy("optimal", {"method": "milp", "n_jobs": 1, "mip_gap": 1e-9})
+    ra, rb = simulate(a, mk, job), simulate(b, mk, job)
+    assert a.report()["method"] == "dp" and b.report()["method"] == "milp"  # q = 1/8: the work-lattice DP
+    assert ra.utility[0] == pytest.approx(rb.utility[0], abs=1e-6)
+    assert b.report()["worst_gap"] is not None and b.report()["worst_gap"] <= 1e-6
+    odd = Job(work=3.0, deadline_h=4.0, n_min=1, n_max=2, throughput=Throughput(1.0, 0.1234567891))
+    with pytest.raises(PolicyError, match="no exact DP"):
+        simulate(make_policy("optimal", {"method": "dp"}), mk, odd)
+    with pytest.raises(PolicyError, match="method"):
+        make_policy("optimal", {"method": "fast"})
+
+
+def test_warm_start_is_never_worse_than_the_baselines():
+    # a MILP stopped at once still returns the best of the baselines' schedules (here: a 0.01 s limit)
+    rng = np.random.default_rng(3)
+    T = 40
+    job = Job(work=60.0, deadline_h=30.0, hard_deadline_h=40.0, n_min=2, n_max=6, overhead_h=0.3,
+              throughput=Throughput(1.0, 0.37), value=200.0, miss_penalty=100.0)
+    mk = Market(avail=rng.integers(0, 7, T), spot_price=rng.uniform(0.5, 2.0, T), od_price=np.full(T, 3.0),
+                slot_hours=1.0, requested=6)
+    pol = make_policy("optimal", {"method": "milp", "time_limit": 0.01, "n_jobs": 1})
+    opt = simulate(pol, mk, job)
+    for name in ("uniform_progress", "greedy", "on_demand"):
+        assert opt.utility[0] >= simulate(make_policy(name), mk, job).utility[0] - 1e-6, name
+    r = pol.results_[0]
+    assert r.bound is not None and r.bound >= r.objective - 1e-6 and r.gap is not None
+    assert pol.report()["worst_gap"] == pytest.approx(r.gap)
