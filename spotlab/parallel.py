@@ -134,7 +134,7 @@ class Progress:
 
     def __init__(self, total: float | None = None, desc: str = "", unit: str = "it",
                  enabled: bool | None = None) -> None:
-        from tqdm.auto import tqdm
+        from tqdm import tqdm  # the terminal bar: tqdm.auto's notebook detection costs 50 ms of start-up
 
         self.bar = tqdm(total=total, desc=desc, unit=unit, disable=None if enabled is None else not enabled,
                         file=sys.stderr, dynamic_ncols=True, leave=False)
