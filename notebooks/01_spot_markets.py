@@ -12,7 +12,7 @@
 # traces (`markets/`, see its README): GCP H100 (16 GPUs requested every 10 min, 9 zones), AWS V100
 # p3.2xlarge (1 GPU probed every ~195 s with the real spot price, 6 zones), AWS V100 16-node counts
 # (3 zones) and GCP A100 counts (0..4, 6 zones, ~32 h); and a GPU-cloud marketplace (H100 SXM5, 30 min
-# snapshots for 27 days, zones = the whole market and three providers; last section). All are resampled to one slot length
+# snapshots for 27 days, zones = the whole market and two providers; last section). All are resampled to one slot length
 # (`slot_hours`): availability is the minimum over the slot (a GPU must survive the whole slot),
 # price the time-weighted mean. Every figure is saved with the CSV of the numbers it shows.
 

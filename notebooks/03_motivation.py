@@ -28,7 +28,7 @@
 # %% tags=["parameters"]
 out_dir = "paper_figures"
 quick = False  # quick: the two synthetic markets, 4 jobs each, 10 days
-markets = ["h100", "calm", "volatile"]
+markets = ["h100", "marketplace", "calm", "volatile"]
 sigmas = [0.0, 0.5]  # forecast error of the oracle: accurate, inaccurate
 w = 6  # A1 window (slots)
 v = 2  # A1 commitment level (slots)

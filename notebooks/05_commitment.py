@@ -22,7 +22,7 @@
 # %% tags=["parameters"]
 out_dir = "paper_figures"
 quick = False  # quick: the volatile synthetic market, 4 jobs, w in {2, 4, 6}
-markets = ["h100", "volatile", "calm"]
+markets = ["h100", "marketplace", "volatile", "calm"]
 ws = [1, 2, 4, 6, 8, 12]  # windows (slots)
 vs = []  # commitment levels (slots); empty: the values of ws (v <= w only)
 sigmas = [0.0, 0.3]

@@ -27,7 +27,7 @@
 # %% tags=["parameters"]
 out_dir = "paper_figures"
 quick = False  # calm + volatile synthetic markets, 3 jobs each, quick pool: a smoke run in seconds
-markets = ["h100", "v100_prices", "v100_16", "a100", "calm", "volatile"]  # keys of setups.MARKETS or trace paths
+markets = ["h100", "v100_prices", "v100_16", "a100", "marketplace", "calm", "volatile"]  # setups.MARKETS keys or paths
 od_price = None  # your trace without prices: assumed on-demand USD per GPU-hour (None: the trace's)
 spot_share = None  # ... and spot price = spot_share x on-demand (e.g. 0.3)
 pool = "default"  # A3's pool
@@ -61,7 +61,7 @@ sns.set_theme(style="whitegrid", context="notebook")
 out = Path(out_dir)
 out.mkdir(parents=True, exist_ok=True)
 if quick:
-    markets, pool, max_jobs, stride_hours = ["calm", "volatile"], "quick", 3, 6.0
+    markets, pool, max_jobs, stride_hours = ["marketplace", "calm", "volatile"], "quick", 3, 6.0
 save = figs.saver(out, "07")
 spec = setups.JobSpec(deadline_h=deadline_h)
 methods = cmp.default_methods(pool=pool, predictor=predictor, w=w, v=v, solver=solver, n_jobs=n_jobs)

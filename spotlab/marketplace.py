@@ -221,8 +221,11 @@ def _parse_line(path: Path, n: int, text: str) -> Snapshot:
         if lo > mean + 1e-9:
             fail(f"by_config.{key}: min_per_gpu {lo} above avg_per_gpu {mean}")
         deal = v.get("best_deal") if isinstance(v.get("best_deal"), dict) else {}
-        configs.append(Config(int(m.group(1)), _count(v["count"], f"by_config.{key}.count", fail), lo, mean,
-                              str(deal.get("provider") or ""), deal.get("spot") is True))
+        listings = _count(v["count"], f"by_config.{key}.count", fail)
+        if listings < 1:
+            fail(f"by_config.{key}.count is 0: a size is summarised only when something of that size is listed")
+        configs.append(Config(int(m.group(1)), listings, lo, mean, str(deal.get("provider") or ""),
+                              deal.get("spot") is True))
     return Snapshot(n, ts, stats, offers, providers, tuple(configs))
 
 

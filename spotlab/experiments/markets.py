@@ -37,11 +37,11 @@ MARKET_FILES: dict[str, MarketFile] = {
     "aws_v100": MarketFile("markets/aws_v100_p3.2xlarge.csv.gz", "AWS V100 p3.2xlarge (1 requested, ~195 s)", True, True),
     "aws_v100_16": MarketFile("markets/aws_v100_16node_counts.csv.gz", "AWS V100 (16 requested, 5 min)", False, False),
     "gcp_a100": MarketFile("markets/gcp_a100_counts.csv.gz", "GCP A100-40GB (4 requested, 150 s)", False, False),
-    # A marketplace (spotlab.marketplace): the market-wide view, the two providers with flagged spot offers,
-    # which come and go, and the largest always-listed one (the other five add run time, not insight).
+    # A marketplace (spotlab.marketplace): the market-wide view and the two providers with flagged spot
+    # offers, which come and go (the others list at one price, spot = on-demand: run time, no insight).
     "marketplace_h100": MarketFile("markets/gpu-price-tracker/H100_80GB_SXM5.jsonl.gz",
                                    "Marketplace H100 SXM5 (8 requested, ~30 min snapshots)", True, True,
-                                   zones=("all", "primecompute", "datacrunch", "runpod")),
+                                   zones=("all", "primecompute", "datacrunch")),
 }
 
 
