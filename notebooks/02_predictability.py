@@ -14,7 +14,10 @@
 # error (MAE, RMSE) vs horizon per model from a rolling-origin evaluation that never looks ahead, (c) the
 # best model per (file, zone, slot, target) and its skill against persistence, (d) what the errors mean in
 # GPUs and dollars. Price is forecast only where it moves: the AWS V100 p3.2xlarge trace has real per-tick
-# spot prices, the GCP H100 prices are constant list prices and the other two traces have no price.
+# spot prices, the GCP H100 prices are constant list prices and the other two traces have no price. A fifth
+# file is a GPU-cloud marketplace (`marketplace_h100`, H100 SXM5, market-wide: `spotlab.marketplace`), whose
+# price and listed capacity both move, snapshotted every ~30 min: at 10-min slots h = 3 and 6 are 30 min and
+# 1 h ahead (claim 2m of the report), and seasonal naive (same time yesterday) tests its daily cycle.
 # Every figure is saved with the CSV of the numbers it shows.
 
 # %% tags=["parameters"]
@@ -143,7 +146,7 @@ display(plan[plan["status"] == "ok"].drop(columns="reason").round(2))
 # %% [markdown]
 # Mean over zones of MAE (solid) and RMSE (dotted) vs the horizon in hours, one panel per (file, target);
 # colours are models, markers the slot length. Availability errors are in GPUs (requested: H100 16,
-# V100 p3 1, V100 16-node 16, A100 4); price errors in USD per GPU-hour.
+# V100 p3 1, V100 16-node 16, A100 4, marketplace 8); price errors in USD per GPU-hour.
 
 # %%
 errors["horizon_hours"] = errors["h"] * errors["slot_hours"]

@@ -30,6 +30,7 @@ class MarketFile:
     real_clock: bool
     has_spot_price: bool
     zones: tuple[str, ...] | None = None  # the zones the notebooks use (None: every zone of the file)
+    forecast_zones: tuple[str, ...] | None = None  # notebook 02's (None: `zones`), where forecasting is costly
 
 
 MARKET_FILES: dict[str, MarketFile] = {
@@ -41,7 +42,7 @@ MARKET_FILES: dict[str, MarketFile] = {
     # offers, which come and go (the others list at one price, spot = on-demand: run time, no insight).
     "marketplace_h100": MarketFile("markets/gpu-price-tracker/H100_80GB_SXM5.jsonl.gz",
                                    "Marketplace H100 SXM5 (8 requested, ~30 min snapshots)", True, True,
-                                   zones=("all", "primecompute", "datacrunch")),
+                                   zones=("all", "primecompute", "datacrunch"), forecast_zones=("all",)),
 }
 
 

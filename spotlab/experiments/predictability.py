@@ -46,7 +46,7 @@ def load_markets(
     files = MARKET_FILES if files is None else files
     out: dict[str, dict[str, Market]] = {}
     for key, f in files.items():
-        zones = tidy_zones(dataset_path(f.relpath))[:zones_limit] if zones_limit else None
+        zones = tidy_zones(dataset_path(f.relpath))[:zones_limit] if zones_limit else f.forecast_zones
         out[key] = load_all_zones(f.relpath, slot_hours, zones=zones, max_hours=span_hours)
     return out
 
