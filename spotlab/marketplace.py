@@ -15,7 +15,9 @@ Zones. A zone is ``"all"`` (the market-wide view: a user renting wherever it is 
 On-demand price: the market's **median** listed price per GPU-hour (``price_stats.median``); for a provider
 its **mean** listed price (``by_provider.avg``; the summaries give no per-provider median). The typical
 listing is what one pays for a GPU that is not taken away. It moves a little from snapshot to snapshot
-(coefficient of variation 6-8%), so the market carries it per slot.
+(coefficient of variation 6-8%), so the market carries it per slot. A provider whose listings are mostly
+interruptible (DataCrunch) has a mean that is itself nearly a spot price, so its spot discount is small:
+the market-wide zone is the one whose on-demand price is the typical guaranteed listing.
 
 Spot price (``spot=``):
 
