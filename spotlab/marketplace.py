@@ -31,9 +31,10 @@ Spot price (``spot=``):
 
 The spot price is capped at the on-demand price of the same snapshot (nobody pays more for an interruptible
 GPU than for a guaranteed one); with the default rule the cap never binds on the four published files
-(flagged offers cost 0.5-1.1 $/GPU-h against medians of 1.4-2.7). For calibration only: on Vast.ai the
+(flagged offers cost 0.52-1.10 $/GPU-h against medians of 1.35-2.71). For calibration only: on Vast.ai the
 median interruptible/on-demand ratio was about 0.64 (A100 80GB) and 0.73 (H100) (the data README); the
-default mapping gives a trace-mean spot/on-demand ratio of 0.5-0.8 on these files.
+default mapping gives trace-mean spot/on-demand ratios of 0.65 (A100 PCIe), 0.68 (A100 SXM4), 0.85 (H100
+PCIe, no flagged offers: p10 is close to the median there) and 0.52 (H100 SXM5) on the four files.
 
 Spot availability (``capacity=``), in GPUs, capped at ``requested`` (like the probes of the other traces:
 the question is "can I hold up to `requested` GPUs", default 8 = the jobs' N_max):
