@@ -250,7 +250,8 @@ def solve_glpk(form: StandardForm, time_limit: float, mip_gap: float, tee: bool 
 
 def solve_highs(form: StandardForm, time_limit: float, mip_gap: float, tee: bool = False,
                 start: np.ndarray | None = None) -> MatrixSolution:
-    """HiGHS through highspy on the same matrix; `start` (a feasible x) is given to it as the incumbent."""
+    """HiGHS through highspy on the same matrix; `start` = (columns, values) of a feasible schedule is given to
+    it as the incumbent (the other columns HiGHS fills in itself)."""
     import highspy
 
     validate(form)
@@ -273,11 +274,9 @@ def solve_highs(form: StandardForm, time_limit: float, mip_gap: float, tee: bool
     if form.is_int.any():
         lp.integrality_ = [highspy.HighsVarType.kInteger if b else highspy.HighsVarType.kContinuous for b in form.is_int]
     h.passModel(lp)
-    if start is not None:
-        sol = highspy.HighsSolution()
-        sol.col_value = np.asarray(start, dtype=float).tolist()
-        sol.value_valid = True
-        h.setSolution(sol)
+    if start is not None:  # (columns, values): HiGHS completes a partial start by a sub-MIP of its own
+        cols, vals = start
+        h.setSolution(len(cols), np.asarray(cols, dtype=np.int32), np.asarray(vals, dtype=np.float64))
     h.run()
     ms = h.getModelStatus()
     info = h.getInfo()
@@ -313,7 +312,8 @@ BACKENDS = {"glpk": solve_glpk, "highs": solve_highs}
 def solve_form(form: StandardForm, solver: str, time_limit: float, mip_gap: float,
                start: np.ndarray | None = None) -> MatrixSolution:
     """Solve and turn failures into clear errors; a time-out with a schedule is returned as such.
-    `start`, a feasible x, is HiGHS's incumbent (GLPK cannot take one; the caller keeps the better)."""
+    `start` = (columns, values), part of a feasible solution, is HiGHS's incumbent (GLPK cannot take one; the
+    caller keeps the better)."""
     if solver not in BACKENDS:
         raise SolverError(f"unknown solver {solver!r}; use one of {', '.join(BACKENDS)}")
     if not (time_limit and time_limit > 0) or mip_gap is None or not (mip_gap >= 0):

@@ -8,7 +8,7 @@ then only new bounds and costs (`solve_window`), which is what makes hundreds of
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 import pyomo.environ as pe
@@ -133,54 +133,76 @@ class OptimumProblem:
             col_hi={tuple(s_cols): np.minimum(avail, self.job.n_max).astype(float)},
             cost=cost,
         )
-        start = self._best_incumbent(form, incumbents or (), avail, solver, time_limit)
+        start = self._best_incumbent(incumbents or (), avail, sp, od)
+        hint = None if start is None else (np.concatenate([o_cols, s_cols]), np.concatenate(start[:2]).astype(float))
         left = max(1.0, time_limit - (time.perf_counter() - started))  # the time limit is for the whole call
         try:
-            sol = solve_form(form, solver, left, mip_gap, start=None if start is None else start.x)
+            sol = solve_form(form, solver, left, mip_gap, start=hint)
         except SolverError as exc:
             if start is None or "infeasible" in str(exc):
                 raise
-            sol = replace(start, status="time_limit", bound=None)  # no schedule of its own in time: keep the start
-        if start is not None and start.objective > sol.objective + 1e-9:  # the solver did worse than the start
-            sol = replace(start, status="time_limit" if sol.status != "optimal" else sol.status, bound=sol.bound)
+            sol = None  # no schedule of its own in time: the start stands
+        if start is not None and (sol is None or start[2] > sol.objective + 1e-9):  # the solver did worse
+            bound = bound if sol is None or sol.bound is None else (
+                sol.bound if bound is None else min(bound, sol.bound))
+            return self._result(start[0], start[1], start[2], "time_limit" if sol is None else sol.status,
+                                solver, started, bound, mip_gap)
         o = np.round(sol.x[o_cols]).astype(np.int64)
         s = np.round(sol.x[s_cols]).astype(np.int64)
-        best_bound = sol.bound
-        if bound is not None and np.isfinite(bound):
-            best_bound = bound if best_bound is None else min(best_bound, float(bound))
-        obj = float(sol.objective)
-        gap = None if best_bound is None else max(0.0, best_bound - obj) / max(abs(obj), 1e-9)
-        status = sol.status
-        if status == "time_limit" and gap is not None and gap <= mip_gap:
-            status = "optimal"  # proven within the gap by the outside bound
-        return OptimumResult(o=o, s=s, objective=obj, status=status, solver=solver,
-                             seconds=time.perf_counter() - started, bound=best_bound, gap=gap)
+        if sol.bound is not None:
+            bound = sol.bound if bound is None or not np.isfinite(bound) else min(bound, sol.bound)
+        return self._result(o, s, float(sol.objective), sol.status, solver, started, bound, mip_gap)
 
-    def _best_incumbent(self, form, incumbents, avail, solver: str, time_limit: float):
-        """Each schedule completed to a full solution of the model (its other variables solved with the
-        allocation fixed, an easy problem); the best, or None when none fits (e.g. a miss under must_finish)."""
-        best = None
-        o_cols, s_cols = form.index["o"], form.index["s"]
-        seen = set()
-        for o, s in incumbents:
-            o = np.asarray(o, dtype=float)[: self.horizon]
-            s = np.asarray(s, dtype=float)[: self.horizon]
-            if o.shape != (self.horizon,) or s.shape != (self.horizon,) or np.any(s > avail):
-                continue
-            key = (o.tobytes(), s.tobytes())
-            if key in seen:
-                continue
-            seen.add(key)
-            fixed = with_updates(form, col_lo={tuple(o_cols): o, tuple(s_cols): s},
-                                 col_hi={tuple(o_cols): o, tuple(s_cols): s})
-            try:
-                # easy with the allocation fixed (milliseconds), so not cut short by a tiny overall limit
-                sol = solve_form(fixed, solver, 10.0, 1e-9)
-            except SolverError:
-                continue
-            if sol.status == "optimal" and (best is None or sol.objective > best.objective):
-                best = sol
-        return best
+    @staticmethod
+    def _result(o, s, obj: float, status: str, solver: str, started: float, bound, mip_gap: float) -> OptimumResult:
+        """The result with its proven gap; a time-out closed by an outside bound counts as proven."""
+        if bound is not None and not np.isfinite(bound):
+            bound = None
+        gap = None if bound is None else max(0.0, bound - obj) / max(abs(obj), 1e-9)
+        if status == "time_limit" and gap is not None and gap <= mip_gap:
+            status = "optimal"
+        return OptimumResult(o=np.asarray(o, dtype=np.int64), s=np.asarray(s, dtype=np.int64), objective=float(obj),
+                             status=status, solver=solver, seconds=time.perf_counter() - started, bound=bound, gap=gap)
+
+    def _best_incumbent(self, incumbents, avail, sp, od):
+        """The best of the given schedules as (o, s, objective in the model's terms), replayed by the simulator
+        (what it runs is what counts); None when none finishes where the job must."""
+        from ..simulator import Episodes, SimSettings, simulate
+
+        rows = [(np.asarray(o)[: self.horizon], np.asarray(s)[: self.horizon]) for o, s in incumbents]
+        rows = [(o, s) for o, s in rows if o.shape == (self.horizon,) and s.shape == (self.horizon,)]
+        if not rows:
+            return None
+        k, T, dt, job = len(rows), self.horizon, self.slot_hours, self.job
+        ep = Episodes(np.tile(avail, (k, 1)), np.tile(sp, (k, 1)), np.tile(od, (k, 1)), np.full(k, T), dt,
+                      tuple(f"start{i}" for i in range(k)))
+        plan_o = np.stack([o for o, _ in rows]).astype(np.int64)
+        plan_s = np.stack([s for _, s in rows]).astype(np.int64)
+
+        class Plan:
+            name, uses_safety_net = "start", False
+
+            def reset(self, ctx):
+                pass
+
+            def act(self, obs):
+                return plan_o[:, obs.t], plan_s[:, obs.t]
+
+        try:
+            res = simulate(Plan(), ep, job, SimSettings(billing=self.billing, safety_net="off"))
+        except Exception:  # e.g. a horizon shorter than the job's: no start then
+            return None
+        if self.billing == "fractional":
+            value = res.value  # the model's objective is the simulator's utility
+        else:  # the model values the job at the end of its finishing slot
+            ends = np.ceil(res.completion_h / dt - 1e-9) * dt
+            value = job.value_at(np.where(res.done, ends, np.nan))
+        objective = value - res.cost
+        ok = res.done if self.must_finish else np.ones(k, dtype=bool)
+        if not ok.any():
+            return None
+        best = int(np.argmax(np.where(ok, objective, -np.inf)))
+        return res.arrays["o"][best, :T].copy(), res.arrays["s"][best, :T].copy(), float(objective[best])
 
 
 def solve_optimum(avail, spot_price, od_price, job: Job, slot_hours: float, solver: str = "glpk",

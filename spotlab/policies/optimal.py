@@ -18,6 +18,8 @@ bound is also kept: a time-out is never worse than a baseline, and `report()` ca
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 from joblib import Parallel, delayed
 from tqdm.auto import tqdm
@@ -38,14 +40,17 @@ def _solve_chunk(problem, avail, sp, od, solver, time_limit, mip_gap, incumbents
         return [problem.solve_window(a, p, q) for a, p, q in zip(avail, sp, od)]
     out = []
     for a, p, q, inc in zip(avail, sp, od, incumbents):
-        bound = None
+        bound, left = None, time_limit
         inc = list(inc or [])
         if relax:  # the Lagrangian relaxation: a bound, and schedules that are often near the optimum
             lag = AllocationRelaxation(problem.job, problem.horizon, problem.slot_hours, problem.must_finish,
                                        problem.billing).solve(a, p, q)
-            bound = lag.bound
+            bound, left = lag.bound, max(time_limit - lag.seconds, 0.1 * time_limit)
             inc.extend(lag.schedules)
-        out.append(problem.solve_window(a, p, q, solver, time_limit, mip_gap, incumbents=inc, bound=bound))
+        res = problem.solve_window(a, p, q, solver, left, mip_gap, incumbents=inc, bound=bound)
+        if relax:
+            res = replace(res, seconds=res.seconds + lag.seconds)
+        out.append(res)
     return out
 
 
