@@ -34,20 +34,27 @@ EPS = 1e-9
 class SimSettings:
     """Engine settings. `cant_be_late()` gives the settings that reproduce that simulator (SPEC §3.2).
 
-    `safety_net`: "strict" switches to N_max on-demand GPUs when the remaining work can only just
-    be finished by the hard deadline, keeping an intact full allocation with no pending overhead;
+    `safety_net`: "strict" switches to N_max on-demand GPUs when, after the proposed allocation has run
+    this slot, N_max on-demand GPUs could no longer finish by the hard deadline (keeping an intact full
+    allocation with no pending overhead);
     "cbl" is the Can't Be Late guard, which also keeps a spot request whose instance was just
     preempted (so that slot is lost); "off" disables it. Offline plans never pass through it.
     """
 
     billing: Literal["fractional", "full"] = "fractional"
     safety_net: Literal["strict", "cbl", "off"] = "strict"
+    # When the net fires and finishing on N_max on-demand GPUs would cost more than the value still to
+    # be had plus the miss penalty, stop the job instead (it earns -miss_penalty and costs nothing more):
+    # the net protects the utility, not the completion. Off by default: a job is meant to finish.
+    give_up: bool = False
 
     def __post_init__(self) -> None:
         if self.billing not in ("fractional", "full"):
             raise ValueError(f"billing must be 'fractional' or 'full', got {self.billing!r}")
         if self.safety_net not in ("strict", "cbl", "off"):
             raise ValueError(f"safety_net must be 'strict', 'cbl' or 'off', got {self.safety_net!r}")
+        if not isinstance(self.give_up, bool):
+            raise ValueError(f"give_up must be True or False, got {self.give_up!r}")
 
     @classmethod
     def cant_be_late(cls) -> "SimSettings":
@@ -213,14 +220,56 @@ def deadline_pressure(job: Job, obs: Observation, slot_hours: float, extra_overh
     return need >= left
 
 
-def apply_safety_net(job: Job, obs: Observation, o: np.ndarray, s: np.ndarray, variant: str, slot_hours: float):
+def not_worth_finishing(job: Job, obs: Observation, slot_hours: float) -> np.ndarray:
+    """True where finishing now on N_max on-demand GPUs (one restart) would cost more than the value it
+    would still earn plus the miss penalty it avoids: giving up is then the better utility."""
+    hours = obs.remaining / job.max_rate + job.overhead_h
+    cost = job.n_max * obs.od_price * hours
+    worth = job.value_at(obs.time_h + hours) + job.miss_penalty
+    return cost > worth + EPS
+
+
+def _too_late_after(job: Job, obs: Observation, o: np.ndarray, s: np.ndarray, slot_hours: float) -> np.ndarray:
+    """The strict net's trigger: True where, after the proposed allocation has run this slot (by the
+    simulator's rules: spot clipped to what is obtainable, below N_min idle, a change pays the overhead),
+    N_max on-demand GPUs starting next slot (one more restart) could no longer finish by the hard deadline.
+    Counting this slot's own progress makes the net exactly as late as safety allows: a plan that uses spot
+    up to the last safe slot is not overridden, and the deadline still holds whatever spot does next."""
+    dt = slot_hours
+    s_eff = np.minimum(s, obs.avail)
+    n = o + s_eff
+    run = n >= job.n_min
+    n = np.where(run, n, 0)
+    preempted = obs.held_s < obs.prev_s
+    change = run & ((o != obs.prev_o) | (s_eff != obs.prev_s) | preempted)
+    pending = np.where(change, job.overhead_h, obs.pending_h)
+    work = np.where(run, job.throughput(n) * (dt - np.minimum(pending, dt)), 0.0)
+    left_after = obs.remaining - work
+    done = left_after <= EPS * max(1.0, job.work)
+    need = ceil_slots(np.maximum(left_after, 0.0) / job.max_rate + job.overhead_h, dt)
+    slots_after = floor_slots(job.hard_deadline_h - obs.time_h, dt) - 1
+    return ~done & (need > slots_after)
+
+
+def apply_safety_net(job: Job, obs: Observation, o: np.ndarray, s: np.ndarray, variant: str, slot_hours: float,
+                     give_up: bool = False):
     """Override the policy where the deadline is at stake (SPEC §6): N_max on-demand GPUs, except
-    that a full allocation already running with no pending overhead is kept."""
+    that a full allocation already running with no pending overhead is kept. Returns (o, s, quit):
+    with `give_up`, `quit` marks the windows where the net stops the job instead (`not_worth_finishing`)."""
+    quit = np.zeros(obs.active.shape, dtype=bool)
     if variant == "off":
-        return o, s
-    trig = deadline_pressure(job, obs, slot_hours) & obs.active
+        return o, s, quit
+    if variant == "cbl":
+        trig = deadline_pressure(job, obs, slot_hours) & obs.active
+    else:
+        trig = _too_late_after(job, obs, o, s, slot_hours) & obs.active
     if not trig.any():
-        return o, s
+        return o, s, quit
+    if give_up:
+        quit = trig & not_worth_finishing(job, obs, slot_hours)
+        trig = trig & ~quit
+        o = np.where(quit, 0, o)
+        s = np.where(quit, 0, s)
     calm = obs.pending_h <= EPS
     if variant == "cbl":
         keep = trig & calm & (obs.prev_s > 0)
@@ -231,7 +280,7 @@ def apply_safety_net(job: Job, obs: Observation, o: np.ndarray, s: np.ndarray, v
         keep_o, keep_s = obs.prev_o, obs.prev_s
     o = np.where(trig, np.where(keep, keep_o, job.n_max), o)
     s = np.where(trig, np.where(keep, keep_s, 0), s)
-    return o, s
+    return o, s, quit
 
 
 @dataclass(frozen=True, eq=False)
@@ -282,6 +331,7 @@ class SimulationResult:
                 "spot_gpu_hours": (a["s"] * a["billed_h"]).sum(axis=1),
                 "od_gpu_hours": (a["o"] * a["billed_h"]).sum(axis=1),
                 "overhead_h": a["overhead_h"].sum(axis=1),
+                "gave_up": a.get("gave_up", np.zeros(len(self.names), dtype=bool)),
             }
         )
 
@@ -297,6 +347,9 @@ class SimulationResult:
             "hard_deadline_met_fraction": float(np.mean(self.met_hard_deadline)),
             "mean_completion_h": float(np.nanmean(self.completion_h)) if self.done.any() else float("nan"),
             "mean_reconfigurations": float(np.mean(self.arrays["reconfig"].sum(axis=1))),
+            "gave_up_fraction": float(np.mean(self.arrays.get("gave_up", np.zeros(1)))),
+            # share of the policy's decisions that were not its own (a planner's time-outs); 0 for the rules
+            "fallback_rate": float(self.policy_report.get("fallback_rate", 0.0)),
         }
 
     def records(self) -> pd.DataFrame:
@@ -366,6 +419,7 @@ def simulate(
     prev_s = np.zeros(W, dtype=np.int64)
     active = np.ones(W, dtype=bool)
     completion = np.full(W, np.nan)
+    gave_up = np.zeros(W, dtype=bool)
     cost_total = np.zeros(W)
     tol = EPS * max(1.0, job.work)
 
@@ -380,7 +434,10 @@ def simulate(
         )
         o_req, s_req = policy.act(obs)
         o_req, s_req = _check_action(policy, o_req, s_req, W, t, job, active)
-        o_req, s_req = apply_safety_net(job, obs, o_req, s_req, net, dt)
+        o_req, s_req, quit = apply_safety_net(job, obs, o_req, s_req, net, dt, settings.give_up)
+        if quit.any():  # the job stops here for good: it earns -miss_penalty, as a miss
+            active = active & ~quit
+            gave_up |= quit
         o = np.where(active, o_req, 0)
         s = np.where(active, np.minimum(s_req, a_t), 0)
         n = o + s
@@ -422,6 +479,7 @@ def simulate(
             break
 
     value = job.value_at(completion)
+    arr["gave_up"] = gave_up
     return SimulationResult(
         policy=getattr(policy, "name", type(policy).__name__), job=job, settings=settings, names=ep.names,
         slot_hours=dt, arrays=arr, completion_h=completion, cost=cost_total, value=value,

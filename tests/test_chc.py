@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from spotlab.errors import PolicyError, SolverError
 from spotlab.job import Job, Throughput
 from spotlab.optimum.solve import solve_optimum
-from spotlab.optimum.window import WindowProblem, WindowState
+from spotlab.optimum.window import TailForecast, WindowProblem, WindowState
 from spotlab.policies import make_policy
 from spotlab.simulator import Episodes, SimSettings, simulate
 from spotlab.synthetic import synthetic_market
@@ -47,7 +47,7 @@ def test_window_problem_from_a_mid_job_state_replays_exactly():
     sp = np.array([1.0, 1.0, 1.2, 1.0, 0.8, 0.8])
     od = np.full(6, 3.0)
     state = WindowState(time_h=5.0, remaining=12.0, prev_o=0, prev_s=4, pending_h=0.5)
-    plans = {s: wp.solve(state, a, sp, od, terminal_price=2.0, slots_left=15, solver=s, mip_gap=1e-7)
+    plans = {s: wp.solve(state, a, sp, od, None, slots_left=15, solver=s, mip_gap=1e-7)
              for s in ("glpk", "highs")}
     assert plans["glpk"].objective == pytest.approx(plans["highs"].objective, rel=1e-6)
     plan = plans["highs"]
@@ -68,8 +68,9 @@ def test_window_problem_from_a_mid_job_state_replays_exactly():
             pending = max(pending - 1.0, 0.0)
         assert plan.work[t] <= credited + 1e-6, (t, plan.work[t], credited)
         prev_o, prev_s = o, s
-    # the objective's cost part is the plan's cost
-    cost = float((plan.o * od + plan.s * sp).sum())
+    # the objective is the plan's utility: at most the value less what the slots before the last cost
+    last = int(np.flatnonzero(plan.o + plan.s)[-1])
+    cost = float((plan.o * od + plan.s * sp)[:last].sum())
     assert plan.objective <= job.value - cost + 1e-6
 
 
@@ -84,9 +85,12 @@ def test_window_problem_glpk_and_highs_agree(seed, w, n_max, pending, frac):
     od = np.full(w, 3.0)
     state = WindowState(time_h=float(rng.integers(0, 10)), remaining=job.work * frac,
                         prev_o=0, prev_s=int(min(a[0], n_max)), pending_h=pending)
-    wp = WindowProblem(job, w, 1.0)
-    price = float(rng.uniform(0.5, 3))
-    res = [wp.solve(state, a, sp, od, terminal_price=price, slots_left=20 - state.time_h,
+    wp = WindowProblem(job, w, 1.0, blocks=4)
+    bounds = wp.tail_for(state)
+    n = bounds.size - 1
+    tail = TailForecast(np.diff(bounds), rng.uniform(0, n_max, n) * np.diff(bounds), rng.uniform(0.3, 2.5, n),
+                        np.full(n, 3.0)) if n else None
+    res = [wp.solve(state, a, sp, od, tail, slots_left=20 - state.time_h,
                     solver=s, mip_gap=1e-7) for s in ("glpk", "highs")]
     assert res[0].objective == pytest.approx(res[1].objective, rel=1e-5, abs=1e-5)
 
@@ -115,17 +119,25 @@ def test_chc_uses_the_history_before_the_window():
     assert res.policy_report["fit_failures"] > 0 and res.met_hard_deadline.all()
 
 
-def test_solver_failure_falls_back_safely(monkeypatch):
+def test_a_time_out_without_schedule_falls_back_and_is_counted(monkeypatch):
     job = small_job()
     mk = synthetic_market(20, slot_hours=1.0, requested=4, od_price=3.0, seed=1)
-
-    def boom(*args, **kwargs):
-        raise SolverError("glpk: no feasible schedule found within the time limit")
-
-    monkeypatch.setattr(WindowProblem, "solve", boom)
+    monkeypatch.setattr(WindowProblem, "solve", lambda *a, **k: None)  # what a time-out without schedule returns
     res = simulate(make_policy("chc", {"w": 6, "v": 2, "predictor": "oracle"}), mk, job)
     assert res.met_hard_deadline.all()
     assert res.policy_report["fallback_slots"] > 0 and res.policy_report["solves"] == 0
+    assert res.metrics()["fallback_rate"] == pytest.approx(1.0)
+
+
+def test_a_failing_solve_is_an_error_not_a_fallback(monkeypatch):
+    mk = synthetic_market(20, slot_hours=1.0, requested=4, od_price=3.0, seed=1)
+
+    def boom(*args, **kwargs):
+        raise SolverError("highs: the window problem (always feasible) ended with status 'infeasible'")
+
+    monkeypatch.setattr(WindowProblem, "solve", boom)
+    with pytest.raises(PolicyError, match="chc: window 0, slot 0: highs: the window problem"):
+        simulate(make_policy("chc", {"w": 6, "v": 2, "predictor": "oracle"}), mk, small_job())
 
 
 @pytest.mark.parametrize("params, msg", [
@@ -145,9 +157,9 @@ def test_bad_parameters(params, msg):
 def test_window_problem_bad_input():
     wp = WindowProblem(small_job(), 4, 1.0)
     with pytest.raises(SolverError, match="availability must be 4 finite values"):
-        wp.solve(WindowState(0.0, 10.0), [1, 2, np.nan, 1], np.ones(4), np.ones(4), 1.0)
+        wp.solve(WindowState(0.0, 10.0), [1, 2, np.nan, 1], np.ones(4), np.ones(4), None)
     with pytest.raises(SolverError, match="remaining work"):
-        wp.solve(WindowState(0.0, -1.0), np.ones(4), np.ones(4), np.ones(4), 1.0)
+        wp.solve(WindowState(0.0, -1.0), np.ones(4), np.ones(4), np.ones(4), None)
     with pytest.raises(SolverError, match="window w must be"):
         WindowProblem(small_job(), 0, 1.0)
 

@@ -1,41 +1,54 @@
-"""The window problem of committed horizon control (SPEC §6, A1): the optimum's model over the next w slots.
+"""The window problem of committed horizon control (SPEC §6, A1): the optimum's model over the next w slots,
+followed by a fluid *tail* up to the hard deadline.
 
 At a re-planning slot the online policy knows the true state (time, work left, the allocation that ran in
 the previous slot and the overhead still pending) and forecasts of availability and prices for the next
 w slots. The window problem is the offline model of `model.py` on those w slots, started from that state,
-plus a *terminal value* for the work left at the end of the window, without which a plan would push all
-work past its end (where it costs nothing) [ours]:
+followed by what happens after the window [ours]:
 
-    terminal(R') = V(T_est) - c_unit * R',   T_est = end of window + delta + R' / H(N_max),
+- **The tail.** The time from the end of the window to the hard deadline is cut into at most `blocks`
+  blocks (one per slot when they fit, else finer after the soft deadline, where the value falls). In each
+  block the job may buy on-demand GPU-hours at the on-demand price and *expected* spot GPU-hours at the
+  expected spot price, up to the spot capacity the policy expects there (`TailForecast`, from the trace's
+  past: a certainty-equivalent view of what it cannot forecast). Work there is GPU-hours times the best
+  work per GPU-hour, at most `H(N_max)` per hour. The job's value is taken at the end of the block in which
+  it finishes, as in the window's slots.
+- **Why not a terminal value.** A terminal value of the work left at the window's end prices it at one
+  reference price and values it at the earliest possible completion. Both are optimistic exactly when it
+  matters: the work left may only fit before the soft deadline on on-demand GPUs, and a plan that counts on
+  finishing it cheaply later defers it, then meets the deadline on on-demand GPUs or misses it (on a real
+  H100 zone, CHC with perfect window forecasts fell below uniform progress). The tail prices the work left
+  by when it can still be done, with the capacity that time offers.
+- **Finishing.** A job that must finish (the default) pays `finish_penalty` if the plan leaves it unfinished
+  at the hard deadline (a soft constraint: the problem is always feasible, so a solver that finds no
+  schedule is a bug or a time-out, never an expected outcome). `may_give_up=True` drops it: the plan then
+  weighs finishing against the miss penalty, as the utility does.
+- **The safety net.** The deadline safety net of the simulator forces N_max on-demand GPUs at the start of
+  any slot where the remaining work can only just be finished by the hard deadline. The plan respects it:
+  at the start of each later slot of the window, either the net does not fire there or the plan runs N_max
+  on-demand GPUs (what the net would impose), so a plan never counts on a slot the net would override.
 
-i.e. the value at the earliest completion still possible (finishing at full speed after one more restart)
-minus the cost of the remaining work at a reference price per work unit (`terminal_price` $/GPU-h, which
-the policy sets from its forecasts; at N_max GPUs one work unit takes N_max / H(N_max) GPU-hours). V is
-concave in T (flat, then a linear decrease from d to gamma*d, then steeply down), so the terminal value is
-the minimum of three linear cuts. A job finished inside the window earns V at the end of its finishing
-slot, as in the offline model.
-
-Speed: the Pyomo model is built and compiled once per (job, w, pending overhead, constant on-demand
-price); the state enters only through fixed columns (`state[...]`), bounds and objective coefficients,
-so each solve only copies a few arrays before calling the solver. The pending overhead changes
-coefficients, but it takes few values (delta - k * slot), so one compiled form per value is cached.
+Speed: the Pyomo model is built and compiled once per (job, w, blocks, pending overhead, constant on-demand
+price); the state and the tail enter only through fixed columns, bounds and objective coefficients, so each
+solve only copies a few arrays before calling the solver. The pending overhead changes coefficients, but it
+takes few values (delta - k * slot), so one compiled form per value is cached.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pyomo.environ as pe
 
 from ..errors import SolverError
 from ..job import Job
-from .matrix import StandardForm, compile_model, solve_form, with_updates
-from .model import add_allocation
+from .matrix import BACKENDS, StandardForm, compile_model, with_updates
+from .model import _link_finishing_slot, _unused_capacity, add_allocation
 
-STATE = ("o0", "s0", "y0", "R", "tau")
+STATE = ("o0", "s0", "y0", "R")
 
 
 @dataclass(frozen=True)
@@ -50,102 +63,156 @@ class WindowState:
 
 
 @dataclass(frozen=True)
+class TailForecast:
+    """What the plan assumes after its window, per block (see `tail_blocks`): lengths in hours, expected
+    spot GPU-hours obtainable, spot and on-demand prices in $/GPU-h."""
+
+    hours: np.ndarray
+    spot_gpu_hours: np.ndarray
+    spot_price: np.ndarray
+    od_price: np.ndarray
+
+
+@dataclass(frozen=True)
 class WindowPlan:
     o: np.ndarray
     s: np.ndarray
     work: np.ndarray  # work units the plan counts on per slot
     objective: float
-    status: str  # "optimal" or "time_limit"
+    status: str  # "optimal" (within the gap) or "time_limit" (a schedule, not proven)
     seconds: float
 
 
-def terminal_cuts(job: Job, slot_hours: float) -> list[tuple[float, float]]:
-    """(intercept, slope) of the cuts `v <= intercept - slope * (T_est - d)` of the terminal value."""
-    d, hard, v0 = job.deadline_h, job.hard_deadline_h, job.value
-    steep = (v0 + max(job.miss_penalty, 0.0)) / slot_hours  # past the hard deadline: a miss per slot
-    cuts = [(v0, 0.0)]
-    if hard > d + 1e-12:
-        cuts.append((v0, v0 / (hard - d)))
-        cuts.append((-steep * (hard - d), steep))  # 0 at gamma*d, then steeply down
-    else:
-        cuts.append((v0, steep))
-    return cuts
+def tail_blocks(start_h: float, job: Job, slot_hours: float, blocks: int) -> np.ndarray:
+    """Boundaries (hours since the job started) of at most `blocks` tail blocks from `start_h` to the hard
+    deadline: one per slot if they fit; otherwise the blocks go first to the time after the soft deadline
+    (where the value changes and its shape needs resolution), in proportion to the two spans' lengths."""
+    end = float(job.hard_deadline_h)
+    if start_h >= end - 1e-9 or blocks < 1:
+        return np.array([start_h])
+    n_slots = int(math.ceil((end - start_h) / slot_hours - 1e-9))
+    if n_slots <= blocks:
+        return np.minimum(start_h + slot_hours * np.arange(n_slots + 1), end)
+    d = min(max(float(job.deadline_h), start_h), end)
+    before, after = d - start_h, end - d
+    if before <= 1e-9 or after <= 1e-9:
+        return np.linspace(start_h, end, blocks + 1)
+    n_after = min(blocks - 1, max(1, int(round(blocks * after / (before + after)))))
+    n_before = blocks - n_after
+    return np.concatenate([np.linspace(start_h, d, n_before + 1), np.linspace(d, end, n_after + 1)[1:]])
 
 
 def build_window_model(job: Job, w: int, slot_hours: float, pending_h: float = 0.0,
-                       od_shift_cut: bool = True) -> pe.ConcreteModel:
+                       od_shift_cut: bool = True, blocks: int = 0) -> pe.ConcreteModel:
     """Pyomo MILP of the window problem with placeholder data (see the module docstring)."""
     T, dt = int(w), float(slot_hours)
     m = pe.ConcreteModel(name="spotlab_window_problem")
     m.S = pe.Set(initialize=STATE, ordered=True)
     m.state = pe.Var(m.S)  # fixed through bounds at each solve
+    # The finishing slot is billed by use, as the simulator does: its unused end is refunded (`model.py`'s
+    # exact linearisation), so a plan does not push the last bit of work into the fluid tail to avoid
+    # paying a whole slot for it.
+    slots = list(range(T))
+    unused: dict = {}
+
+    def unused_work(m):
+        unused.update(_unused_capacity(m, job, dt, slots))
+        return unused
+
     add_allocation(m, np.full(T, job.n_max), job, dt, od_shift_cut,
-                   prev=(m.state["o0"], m.state["s0"], m.state["y0"]))
+                   prev=(m.state["o0"], m.state["s0"], m.state["y0"]), unused_work=unused_work)
     # Overhead still pending from a reconfiguration before the window: binds while the allocation is kept
     # (a new reconfiguration's own rows are at least as tight, so the row is valid in every case).
     k_pending = int(math.ceil(pending_h / dt - 1e-9)) if pending_h > 1e-12 else 0
     m.P = pe.RangeSet(0, k_pending - 1) if k_pending else pe.Set(initialize=[])
-    m.w_pending = pe.Constraint(m.P, rule=lambda m, k: m.w[k] <= m.rate[k] * (
+    m.w_pending = pe.Constraint(m.P, rule=lambda m, k: m.w[k] + unused[k] <= m.rate[k] * (
         dt - min(dt, max(0.0, pending_h - k * dt))) if k < T else pe.Constraint.Skip)
 
     big = float(job.work)
     m.f = pe.Var(m.T, domain=pe.Binary)  # finished by the end of slot t
     m.f_mono = pe.Constraint(m.T, rule=lambda m, t: m.f[t] >= m.f[t - 1] if t > 0 else pe.Constraint.Skip)
+    _link_finishing_slot(m, job, slots, {t: m.f[t] - (m.f[t - 1] if t > 0 else 0) for t in slots})
     m.cum = pe.Var(m.T, domain=pe.NonNegativeReals)
     m.cum_def = pe.Constraint(m.T, rule=lambda m, t: m.cum[t] == m.w[t] + (m.cum[t - 1] if t > 0 else 0))
     m.progress = pe.Constraint(m.T, rule=lambda m, t: m.cum[t] >= m.state["R"] - big * (1 - m.f[t]))
 
-    # terminal value of the work left R' (0 when finished inside the window)
-    m.term = pe.Var(["Rp", "v"], bounds=lambda _, k: (0, None) if k == "Rp" else (None, None))
-    Rp, v = m.term["Rp"], m.term["v"]
-    m.Rp_def = pe.Constraint(expr=Rp >= m.state["R"] - m.cum[T - 1])
-    cuts = terminal_cuts(job, dt)
-    horizon_h = job.hard_deadline_h + (T + 1) * dt + job.overhead_h
-    big_v = job.value + max(job.miss_penalty, 0.0) + sum(abs(b) for _, b in cuts) * horizon_h + abs(cuts[-1][0])
-    m.K = pe.RangeSet(0, len(cuts) - 1)
-    last = m.f[T - 1]
-    # T_est - d = tau + delta + R'/H(N_max) - d, where tau = time at the end of the window (a fixed column)
-    m.v_cut = pe.Constraint(m.K, rule=lambda m, k: v <= cuts[k][0] - cuts[k][1] * (
-        m.state["tau"] + job.overhead_h + Rp / job.max_rate - job.deadline_h) + big_v * last)
-    m.v_done = pe.Constraint(expr=v <= big_v * (1 - last))
-    # Objective with placeholder coefficients; every solve sets the real ones (prices, value by slot,
-    # terminal price) on the compiled form.
-    m.utility = pe.Objective(expr=sum(m.f[t] for t in m.T) + v - sum(m.o[t] + m.s[t] for t in m.T) - Rp,
-                             sense=pe.maximize)
+    # The safety net (the simulator's strict net): in slot k it fires unless the work left after the slot,
+    # R - cum[k], could still be finished by N_max on-demand GPUs from slot k+1 with one restart; lim[k] =
+    # H(N_max) * ((slots left after k) * dt - delta) is set per solve. Either R - cum[k] <= lim[k], or the
+    # plan runs N_max on-demand GPUs in slot k (z[k] = 1, what the net would impose), or it is done (f[k] = 1).
+    m.K = pe.RangeSet(0, T - 1)
+    m.lim = pe.Var(m.K)  # fixed per solve
+    m.z = pe.Var(m.K, domain=pe.Binary)
+    m.net = pe.Constraint(m.K, rule=lambda m, k: m.state["R"] - m.cum[k] - m.lim[k]
+                          - big * m.z[k] - (big + job.max_rate * ((T + 1) * dt + job.overhead_h)) * m.f[k] <= 0)
+    m.net_od = pe.Constraint(m.K, rule=lambda m, k: m.o[k] >= job.n_max * m.z[k])
+
+    # The fluid tail after the window
+    B = int(blocks)
+    m.B = pe.RangeSet(0, B - 1) if B else pe.Set(initialize=[])
+    m.len = pe.Var(m.B)  # fixed per solve (hours of each block)
+    m.gs = pe.Var(m.B, domain=pe.NonNegativeReals)  # spot GPU-hours (capacity as an upper bound)
+    m.go = pe.Var(m.B, domain=pe.NonNegativeReals)  # on-demand GPU-hours
+    m.wt = pe.Var(m.B, domain=pe.NonNegativeReals, bounds=(0, job.work))
+    m.ft = pe.Var(m.B, domain=pe.Binary)  # finished by the end of block j
+    tp = job.throughput
+    per_gpu = max(float(tp(n)) / n for n in range(job.n_min, job.n_max + 1))
+    m.t_gpus = pe.Constraint(m.B, rule=lambda m, j: m.gs[j] + m.go[j] <= job.n_max * m.len[j])
+    m.t_work = pe.Constraint(m.B, rule=lambda m, j: m.wt[j] <= per_gpu * (m.gs[j] + m.go[j]))
+    m.t_rate = pe.Constraint(m.B, rule=lambda m, j: m.wt[j] <= job.max_rate * m.len[j])
+    m.t_mono = pe.Constraint(m.B, rule=lambda m, j: m.ft[j] >= (m.ft[j - 1] if j > 0 else m.f[T - 1]))
+    m.t_progress = pe.Constraint(m.B, rule=lambda m, j: m.cum[T - 1] + sum(m.wt[i] for i in range(j + 1))
+                                 >= m.state["R"] - big * (1 - m.ft[j]))
+    # Objective with placeholder coefficients; every solve sets the real ones (prices, value by slot).
+    m.utility = pe.Objective(
+        expr=sum(m.f[t] + m.cum[t] - m.o[t] - m.s[t] for t in m.T)
+        + sum(m.ft[j] - m.gs[j] - m.go[j] for j in m.B) + sum(m.z[k] for k in m.K)
+        + sum(m.rho[t] + sum(m.z_o[t, b] + m.z_s[t, b] for b in m.bits) for t in m.T),
+        sense=pe.maximize)
     return m
 
 
 class WindowProblem:
-    """The window problem of one job and window length w, compiled once per pending-overhead value."""
+    """The window problem of one job, window length w and tail resolution, compiled once per pending
+    overhead value."""
 
-    def __init__(self, job: Job, w: int, slot_hours: float):
+    def __init__(self, job: Job, w: int, slot_hours: float, blocks: int = 24):
         if isinstance(w, bool) or not isinstance(w, (int, np.integer)) or w < 1:
             raise SolverError(f"window w must be a whole number of slots >= 1 (got {w!r})")
-        self.job, self.w, self.slot_hours = job, int(w), float(slot_hours)
+        if isinstance(blocks, bool) or not isinstance(blocks, (int, np.integer)) or blocks < 0:
+            raise SolverError(f"tail blocks must be a whole number >= 0 (got {blocks!r})")
+        self.job, self.w, self.slot_hours, self.blocks = job, int(w), float(slot_hours), int(blocks)
         self.forms_: dict[tuple[float, bool], StandardForm] = {}
         self.n_solves_ = 0
 
     def compiled(self, pending_h: float, constant_od: bool) -> StandardForm:
         key = (round(float(pending_h), 9), bool(constant_od))
         if key not in self.forms_:
-            model = build_window_model(self.job, self.w, self.slot_hours, key[0], key[1])
+            model = build_window_model(self.job, self.w, self.slot_hours, key[0], key[1], self.blocks)
             form = compile_model(model)
-            for name in ("o", "s", "f", "cum", "state", "term"):
+            for name in ("o", "s", "f", "cum", "w"):
                 if np.any(form.index[name] < 0):
                     raise SolverError(f"internal: the compiled window problem lost its {name!r} columns")
             self.forms_[key] = form
         return self.forms_[key]
 
-    def solve(self, state: WindowState, avail, spot_price, od_price, terminal_price: float,
-              slots_left: int | None = None, solver: str = "highs", time_limit: float = 10.0,
-              mip_gap: float = 1e-3, urgency: float = 0.0) -> WindowPlan:
-        """Plan the next w slots from `state`, given (forecast) availability and prices for them.
+    def tail_for(self, state: WindowState) -> np.ndarray:
+        """The tail's block boundaries for a window starting at `state.time_h`."""
+        return tail_blocks(state.time_h + self.w * self.slot_hours, self.job, self.slot_hours, self.blocks)
 
-        `slots_left`: slots before the hard deadline (nothing can run after it); `terminal_price`: the
-        reference $/GPU-h of the work left at the end of the window. `urgency`: work done by the end of a
-        slot earns this share of its reference cost per slot still left in the window, so that among
-        plans of (nearly) equal cost the one that makes progress earlier wins: under forecast error a
-        plan that finishes exactly at the deadline is the first to miss it.
+    def solve(self, state: WindowState, avail, spot_price, od_price, tail: TailForecast | None = None,
+              slots_left: int | None = None, solver: str = "highs", time_limit: float = 10.0,
+              mip_gap: float = 1e-3, urgency: float = 0.0, must_finish: bool = True,
+              net: str = "strict") -> WindowPlan | None:
+        """Plan the next w slots from `state`, given (forecast) availability and prices for them and the
+        tail's expectations (None: nothing can be done after the window). `net`: plan within the simulator's
+        safety net: "strict", "cbl" (its trigger counts no progress in the slot: one slot earlier) or "off".
+
+        `slots_left`: slots before the hard deadline (nothing can run after it). `urgency`: a tie-break of
+        this share of the price: spot used earlier and on-demand bought later look that much cheaper, so that
+        among plans of (nearly) equal utility the plan keeps its options. Returns None when the solver
+        hit its time limit without a schedule; any other failure raises `SolverError` (a bug, not an
+        outcome: the problem is always feasible).
         """
         started = time.perf_counter()
         job, T, dt = self.job, self.w, self.slot_hours
@@ -155,39 +222,111 @@ class WindowProblem:
         for label, arr in (("availability", a), ("spot price", sp), ("on-demand price", od)):
             if arr.shape != (T,) or not np.all(np.isfinite(arr)) or np.any(arr < 0):
                 raise SolverError(f"window problem: the {label} must be {T} finite values >= 0 (got {arr!r})")
-        if not (math.isfinite(terminal_price) and terminal_price >= 0):
-            raise SolverError(f"window problem: terminal_price must be finite and >= 0 (got {terminal_price!r})")
         if not (math.isfinite(state.remaining) and 0 < state.remaining <= job.work * (1 + 1e-9)):
             raise SolverError(f"window problem: remaining work {state.remaining!r} must be in (0, {job.work}]")
         running = state.prev_o + state.prev_s > 0
         pending = state.pending_h if running else 0.0
         form = self.compiled(pending, bool(np.all(od == od[0])))
         ix = form.index
-        o_cols, s_cols, f_cols, st = ix["o"], ix["s"], ix["f"], ix["state"]
+        o_cols, s_cols, f_cols = ix["o"], ix["s"], ix["f"]
         left = T if slots_left is None else max(0, min(T, int(slots_left)))
         can_run = (np.arange(T) < left).astype(float)
         s_hi = np.floor(np.minimum(a, job.n_max) + 1e-9) * can_run
         o_hi = np.full(T, float(job.n_max)) * can_run
-        tau_end = state.time_h + T * dt
-        fixed = np.array([state.prev_o, state.prev_s, 1.0 if running else 0.0, state.remaining, tau_end], float)
-        # value if finished by the end of slot t, as objective coefficients of the monotone f[t]
-        v_end = job.value_at(state.time_h + (np.arange(T) + 1) * dt)
-        c_f = v_end - np.append(v_end[1:], 0.0)
-        earliest = state.remaining / job.max_rate + (pending if running else 0.0)
-        f_hi = ((np.arange(T) + 1) * dt >= earliest - 1e-9).astype(float)
-        per_unit = job.n_max / job.max_rate  # GPU-hours per work unit at N_max
-        form = with_updates(
-            form,
-            col_lo={tuple(st): fixed},
-            col_hi={tuple(st): fixed, tuple(s_cols): s_hi, tuple(o_cols): o_hi, tuple(f_cols): f_hi},
-            cost={tuple(o_cols): -od * dt, tuple(s_cols): -sp * dt, tuple(f_cols): c_f,
-                  tuple(ix["cum"]): np.full(T, float(urgency) * terminal_price * per_unit),
-                  (int(ix["term"][0]),): -terminal_price * per_unit, (int(ix["term"][1]),): 1.0},
-        )
-        sol = solve_form(form, solver, time_limit, mip_gap)
+        fixed = np.array([state.prev_o, state.prev_s, 1.0 if running else 0.0, state.remaining], float)
+        col_lo, col_hi = {}, {tuple(s_cols): s_hi, tuple(o_cols): o_hi}
+        st = ix["state"]
+        keep = st >= 0  # a state column the model does not use is absent from the compiled form
+        col_lo[tuple(st[keep])] = fixed[keep]
+        col_hi[tuple(st[keep])] = fixed[keep]
+
+        # the tail
+        B = self.blocks
+        bounds = self.tail_for(state)
+        ends_tail = np.full(B, bounds[-1])
+        lengths = np.zeros(B)
+        n_used = bounds.size - 1
+        if B:
+            lengths[:n_used] = np.diff(bounds)
+            ends_tail[:n_used] = bounds[1:]
+            if tail is None or n_used == 0:
+                lengths[:] = 0.0
+                gs_hi, c_gs, c_go = np.zeros(B), np.zeros(B), np.zeros(B)
+            else:
+                for label, arr in (("hours", tail.hours), ("spot GPU-hours", tail.spot_gpu_hours),
+                                   ("spot price", tail.spot_price), ("on-demand price", tail.od_price)):
+                    arr = np.asarray(arr, dtype=float)
+                    if arr.shape != (n_used,) or not np.all(np.isfinite(arr)) or np.any(arr < 0):
+                        raise SolverError(f"window problem: the tail's {label} must be {n_used} finite values "
+                                          f">= 0 (got {arr!r})")
+                gs_hi = np.zeros(B)
+                gs_hi[:n_used] = np.minimum(np.asarray(tail.spot_gpu_hours, float), job.n_max * lengths[:n_used])
+                c_gs, c_go = np.zeros(B), np.zeros(B)
+                c_gs[:n_used] = tail.spot_price
+                c_go[:n_used] = tail.od_price
+            col_lo[tuple(ix["len"])] = lengths
+            col_hi[tuple(ix["len"])] = lengths
+            col_hi[tuple(ix["gs"])] = gs_hi
+
+        # the safety net's limits in slots 0..T-1 (none where nothing can run)
+        starts = state.time_h + np.arange(T) * dt
+        after = np.floor((job.hard_deadline_h - starts) / dt + 1e-7) - 1
+        if net not in ("strict", "cbl", "off"):
+            raise SolverError(f"window problem: net must be 'strict', 'cbl' or 'off' (got {net!r})")
+        lim = job.max_rate * ((after - (net == "cbl")) * dt - job.overhead_h)
+        lim = np.where((np.arange(T) < left) & (net != "off"), lim, 2.0 * job.work + 1.0)
+        col_lo[tuple(ix["lim"])] = lim
+        col_hi[tuple(ix["lim"])] = lim
+
+        # value if finished by the end of slot t / block j, as coefficients of the monotone indicators
+        ends = np.concatenate([state.time_h + (np.arange(T) + 1) * dt, ends_tail])
+        v_end = job.value_at(ends)
+        unfinished = -job.miss_penalty - (self.finish_penalty(od) if must_finish else 0.0)
+        c_ind = v_end - np.append(v_end[1:], unfinished)
+        # timing tie-break: among plans of (nearly) equal utility, spot is taken earlier (it may vanish) and
+        # on-demand bought later (the price is known, and waiting keeps the chance of spot); slot 0's
+        # multipliers are 1 -/+ urgency, the tail's 1
+        early = float(urgency) * (T - np.arange(T)) / T
+        cost = {tuple(o_cols): -od * dt * (1.0 + early), tuple(s_cols): -sp * dt * (1.0 - early),
+                tuple(f_cols): c_ind[:T], tuple(ix["cum"]): np.zeros(T)}
+        if B:
+            cost[tuple(ix["ft"])] = c_ind[T:]
+            cost[tuple(ix["gs"])] = -c_gs
+            cost[tuple(ix["go"])] = -c_go
+        cost[tuple(ix["z"])] = np.zeros(T)
+        # the unused end of the finishing slot: its GPUs' price refunded, its value earned earlier where V
+        # is linear over the slot (after d, before gamma*d); elsewhere V at the slot's end (a lower bound)
+        nb = int(ix["z_o"].size // T)
+        weights = dt * (2.0 ** np.arange(nb))[None, :]
+        cost[tuple(ix["z_o"])] = (od[:, None] * weights).ravel()
+        cost[tuple(ix["z_s"])] = (sp[:, None] * weights).ravel()
+        lo_c, hi_c = ends[:T] - dt, ends[:T]
+        d, hd = job.deadline_h, job.hard_deadline_h
+        linear = (lo_c >= d - 1e-9) & (hi_c <= hd + 1e-9) & (hd > d + 1e-9)
+        cost[tuple(ix["rho"])] = np.where(linear, job.value * dt / max(hd - d, 1e-12), 0.0)
+        form = with_updates(form, col_hi=col_hi, cost=cost, col_lo=col_lo)
+        # objective = utility of the plan (the constant makes a finished plan's objective V - cost), so the
+        # relative MIP gap is a gap on utility, not on the finish penalty
+        form = replace(form, c0=(job.miss_penalty + (self.finish_penalty(od) if must_finish else 0.0))
+                       * (1.0 if form.maximize else -1.0))
+        if solver not in BACKENDS:
+            raise SolverError(f"unknown solver {solver!r}; use one of {', '.join(BACKENDS)}")
+        sol = BACKENDS[solver](form, float(time_limit), float(mip_gap))
         self.n_solves_ += 1
+        if sol.x is None:
+            if sol.status == "time_limit":
+                return None
+            raise SolverError(f"{solver}: the window problem (always feasible) ended with status {sol.status!r} "
+                              f"and no schedule at {state.time_h:g} h with {state.remaining:g} work left")
         o = np.round(sol.x[o_cols]).astype(np.int64)
         s = np.round(sol.x[s_cols]).astype(np.int64)
         return WindowPlan(o=o, s=s, work=np.asarray(sol.x[ix["w"]], dtype=float),
                           objective=float(sol.objective), status=sol.status,
                           seconds=time.perf_counter() - started)
+
+    def finish_penalty(self, od: np.ndarray) -> float:
+        """Utility a must-finish plan loses by not finishing: more than finishing could ever cost (every GPU
+        on demand for the whole horizon at the dearest price) plus the job's value, so it always finishes
+        when it can."""
+        job = self.job
+        return float(job.value) + 2.0 * job.n_max * float(np.max(od)) * (job.hard_deadline_h + self.slot_hours) + 1.0

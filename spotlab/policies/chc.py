@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import PolicyError, PredictionError, SolverError
-from ..optimum.window import WindowProblem, WindowState
+from ..optimum.window import TailForecast, WindowProblem, WindowState
 from ..predict import Forecaster, make_predictor, model_names
 from ..predict.oracle import AvailabilityOracle, NoisyOracle
 from ..simulator import Context, Observation
@@ -59,6 +59,7 @@ class CHC(OnlinePolicy):
         urgency: float = 0.005,
         refit_hours: float = 24.0,
         train_hours: float = 168.0,
+        blocks: int = 24,
         solver: str = "glpk",
         time_limit: float = 5.0,
         mip_gap: float = 1e-2,
@@ -73,6 +74,7 @@ class CHC(OnlinePolicy):
         self.urgency = urgency
         self.refit_hours = refit_hours
         self.train_hours = train_hours
+        self.blocks = blocks
         self.solver = solver
         self.time_limit = time_limit
         self.mip_gap = mip_gap
@@ -81,10 +83,11 @@ class CHC(OnlinePolicy):
     # ------------------------------------------------------------------------------------- checks
 
     def check_params(self) -> None:
-        for key in ("w", "v", "seed"):
+        for key in ("w", "v", "seed", "blocks"):
             val = getattr(self, key)
-            if isinstance(val, bool) or not isinstance(val, (int, np.integer)) or val < (0 if key == "seed" else 1):
-                raise PolicyError(f"chc: {key} must be a whole number >= {0 if key == 'seed' else 1} (got {val!r})")
+            if isinstance(val, bool) or not isinstance(val, (int, np.integer)) or val < (0 if key in ("seed", "blocks") else 1):
+                low = 0 if key in ("seed", "blocks") else 1
+                raise PolicyError(f"chc: {key} must be a whole number >= {low} (got {val!r})")
         if self.v > self.w:
             raise PolicyError(f"chc: the commitment level v={self.v} cannot exceed the window w={self.w}")
         if self.predictor != "oracle" and self.predictor not in model_names():
@@ -114,7 +117,7 @@ class CHC(OnlinePolicy):
         super().reset(ctx)
         ep, job = ctx.episodes, ctx.job
         self.dt_ = ep.slot_hours
-        self.problem_ = WindowProblem(job, int(self.w), self.dt_)
+        self.problem_ = WindowProblem(job, int(self.w), self.dt_, int(self.blocks))
         n_ctrl = int(self.v) if self.averaging else 1
         W, span = ep.n, ctx.horizon + int(self.w) + 1
         self.plan_o_ = np.full((n_ctrl, W, span), -1, dtype=np.int64)
@@ -126,7 +129,7 @@ class CHC(OnlinePolicy):
             self.requested_ = np.maximum(self.requested_, np.nan_to_num(np.nanmax(
                 np.where(np.isfinite(ep.history_avail), ep.history_avail, 0), axis=1)).astype(int))
         self.forecasters_: dict[tuple[int, str], dict[str, Any]] = {}
-        self.stats_ = {"solves": 0, "solve_s": [], "fallbacks": 0, "time_limit": 0, "forecast_s": 0.0,
+        self.stats_ = {"solves": 0, "solve_s": [], "fallbacks": 0, "decisions": 0, "time_limit": 0, "no_schedule": 0, "forecast_s": 0.0,
                        "fit_failures": 0}
         self.base_seed_ = int(ctx.seed) * 1_000_003 + int(self.seed)
 
@@ -210,33 +213,61 @@ class CHC(OnlinePolicy):
         if od.size < w or not np.all(np.isfinite(od)):
             last = od_row[np.isfinite(od_row)][-1]
             od = np.concatenate([od[np.isfinite(od)], np.full(w, last)])[:w]
-        terminal_price = self._terminal_price(i, t, float(od.mean()))
         state = WindowState(time_h=float(obs.time_h), remaining=float(obs.remaining[i]),
                             prev_o=int(obs.prev_o[i]), prev_s=int(obs.prev_s[i]), pending_h=float(obs.pending_h[i]))
+        tail = self._tail(i, t, self.problem_.tail_for(state), float(od[-1]))
         try:
-            plan = self.problem_.solve(state, a, p, od, terminal_price, slots_left=self.ctx_.horizon - t,
+            plan = self.problem_.solve(state, a, p, od, tail, slots_left=self.ctx_.horizon - t,
                                        solver=self.solver, time_limit=float(self.time_limit),
-                                       mip_gap=float(self.mip_gap), urgency=float(self.urgency))
-        except SolverError:
+                                       mip_gap=float(self.mip_gap), urgency=float(self.urgency),
+                                       must_finish=not self.ctx_.settings.give_up,
+                                       net=self.ctx_.settings.safety_net)
+        except SolverError as exc:  # the window problem is always feasible: a failure is a bug, not a fallback
+            raise PolicyError(f"chc: window {i}, slot {t}: {exc}") from None
+        if plan is None:  # time limit without a schedule: counted, reported as the fallback rate
+            self.stats_["no_schedule"] += 1
             return None
         self.stats_["solves"] += 1
         self.stats_["solve_s"].append(plan.seconds)
         self.stats_["time_limit"] += plan.status != "optimal"
         return plan.o, plan.s
 
-    def _terminal_price(self, i: int, t: int, od: float) -> float:
-        """Long-run $/GPU-h of work left after the window: over the last `train_hours` observed (history
-        included), the share of slots where spot could host the job at its mean price there, on-demand
-        for the rest. A window forecast would be the wrong reference: with a persistence forecast made
-        while spot is out, it says "on-demand forever" and the plan buys on-demand at once."""
-        train = max(1, int(round(self.train_hours / self.dt_)))
+    def _tail(self, i: int, t: int, bounds: np.ndarray, od: float) -> TailForecast | None:
+        """Expected spot GPU-hours and prices in each tail block, from the last `train_hours` observed
+        (the history before the job included): the usable spot GPUs (min(a, N_max), 0 below N_min) by time
+        of day when two days or more are known, else their mean; the spot price is the mean where usable.
+        Certainty-equivalent on purpose: the plan is re-solved every slot, so what the tail promises and
+        the market does not deliver is re-planned, on-demand included, before the deadline."""
+        if bounds.size < 2:
+            return None
+        job, dt = self.job, self.dt_
+        train = max(1, int(round(self.train_hours / dt)))
         a = self._history(i, t, "availability")[-train:]
         p = self._history(i, t, "price")[-train:]
-        usable = a >= self.job.n_min
-        if not usable.any():
-            return od
-        share = float(usable.mean())
-        return share * float(np.mean(p[usable])) + (1 - share) * od
+        ok = np.isfinite(a)
+        a, p = np.where(ok, a, 0.0), np.where(np.isfinite(p), p, np.nan)
+        usable = np.where(a >= job.n_min, np.minimum(a, job.n_max), 0.0)
+        day = int(round(24.0 / dt))
+        first = int(math.floor(bounds[0] / dt + 1e-9))
+        last = int(math.ceil(bounds[-1] / dt - 1e-9))
+        k = np.arange(first, last) - t  # slots ahead of now (>= 1)
+        if day >= 2 and usable.size >= 2 * day and abs(day * dt - 24.0) < 1e-6:
+            phase = (usable.size - 1 + k) % day
+            idx = np.arange(usable.size) % day
+            sums = np.bincount(idx, weights=usable, minlength=day)
+            counts = np.bincount(idx, minlength=day)
+            cap = (sums / np.maximum(counts, 1))[phase]
+        else:
+            cap = np.full(k.size, float(usable.mean()))
+        good = (usable > 0) & np.isfinite(p)
+        spot_price = float(np.mean(p[good])) if good.any() else od
+        # integral of the per-slot capacity (GPUs) over each block, in GPU-hours
+        edges = np.arange(first, last + 1) * dt
+        cum = np.concatenate([[0.0], np.cumsum(cap * dt)])
+        at = np.interp(bounds, edges, cum)
+        n = bounds.size - 1
+        return TailForecast(hours=np.diff(bounds), spot_gpu_hours=np.maximum(np.diff(at), 0.0),
+                            spot_price=np.full(n, spot_price), od_price=np.full(n, od))
 
     def act(self, obs: Observation):
         t, v = obs.t, int(self.v)
@@ -268,6 +299,7 @@ class CHC(OnlinePolicy):
             over = total > self.job.n_max
             o = np.where(over, self.job.n_max - s, o)
         missing = obs.active & ~ok
+        self.stats_["decisions"] += int(obs.active.sum())
         if missing.any():
             self.stats_["fallbacks"] += int(missing.sum())
             fo, fs = self.fallback_.act(obs)
@@ -286,7 +318,9 @@ class CHC(OnlinePolicy):
             "solve_max_s": float(secs.max()) if secs.size else 0.0,
             "solve_total_s": float(secs.sum()),
             "time_limit_hits": int(st["time_limit"]),
+            "time_limit_no_schedule": int(st["no_schedule"]),
             "fallback_slots": int(st["fallbacks"]),
+            "fallback_rate": float(st["fallbacks"] / max(1, st["decisions"])),
             "forecast_s": float(st["forecast_s"]),
             "fit_failures": int(st["fit_failures"]),
         }
