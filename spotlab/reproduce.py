@@ -34,7 +34,8 @@ def run_notebook(src: Path, build: Path, out_dir: Path, quick: bool, extra: dict
 
     from .sweep import kernel_manager_logging_to
 
-    params = {"out_dir": str(out_dir.resolve()), "quick": bool(quick), **(extra or {})}
+    build, out_dir = Path(build).resolve(), Path(out_dir).resolve()  # papermill runs the kernel from ROOT
+    params = {"out_dir": str(out_dir), "quick": bool(quick), **(extra or {})}
     key = hashlib.sha256(src.read_bytes() + json.dumps(params, sort_keys=True).encode()).hexdigest()[:16]
     nb_dir, ex_dir = build / "notebooks", build / "executed"
     nb_dir.mkdir(parents=True, exist_ok=True)

@@ -45,8 +45,10 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def _interrupt(cmd: list[str], sig: int, want: int, cwd: Path | None = None, timeout: float = 90.0):
-    """Run `cmd`, wait for `want` descendants, send `sig` to the parent; returns (rc, stderr, children, seconds)."""
+def _interrupt(cmd: list[str], sig: int, want: int, cwd: Path | None = None, timeout: float = 90.0,
+               group: bool = False):
+    """Run `cmd`, wait for `want` descendants, send `sig` to the parent (`group`: to its whole process group, as
+    Ctrl-C in a terminal does); returns (rc, stderr, children, seconds)."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=cwd, env=env,
                             start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
@@ -63,7 +65,10 @@ def _interrupt(cmd: list[str], sig: int, want: int, cwd: Path | None = None, tim
         time.sleep(1.0)
         kids = sorted(set(kids) | set(descendants(proc.pid)))
         sent = time.monotonic()
-        proc.send_signal(sig)
+        if group:
+            os.killpg(proc.pid, sig)
+        else:
+            proc.send_signal(sig)
         _, err = proc.communicate(timeout=30)
         took = time.monotonic() - sent
         deadline = time.monotonic() + 5
@@ -97,14 +102,15 @@ def test_simulate_leaves_no_joblib_worker(dataset, sig, how):
 
 
 @pytest.mark.slow
-def test_reproduce_leaves_no_kernel(tmp_path):
+@pytest.mark.parametrize("sig, group, how", [(signal.SIGTERM, False, "stopped by SIGTERM"),
+                                             (signal.SIGINT, True, "interrupted")])
+def test_reproduce_leaves_no_kernel(tmp_path, sig, group, how):
     nbs = tmp_path / "notebooks"
     nbs.mkdir()
     (nbs / "01_sleep.py").write_text(SLEEPY)
-    cmd = [sys.executable, "-m", "spotlab.reproduce", "--notebooks", str(nbs), "--out", str(tmp_path / "out"),
-           "--build", str(tmp_path / "build")]
-    _check(*_interrupt(cmd, signal.SIGTERM, want=1),
-           "spotlab reproduce: stopped by SIGTERM; finished notebooks are kept, run it again to resume")
+    cmd = [sys.executable, "-m", "spotlab.reproduce", "--notebooks", "notebooks", "--out", "out", "--build", "build"]
+    _check(*_interrupt(cmd, sig, want=1, cwd=tmp_path, group=group),
+           f"spotlab reproduce: {how}; finished notebooks are kept, run it again to resume")
 
 
 @pytest.mark.slow
