@@ -497,8 +497,16 @@ def predictability_marketplace(out_dir: str | Path) -> Claim:
         if err.empty:
             return "—", NOT_RUN, f"02_forecast_errors_by_zone.csv has no rows of {MARKETPLACE_FILE}."
         err["horizon_h"] = (err["h"] * err["slot_hours"]).round(6)
-        err = err[err["horizon_h"].isin(MARKETPLACE_HORIZONS_H)]
         keys = ["zone", "target", "slot_hours", "horizon_h"]
+        longer = []  # the best skill at any horizon, for the detail: where does structure show, if anywhere?
+        base = err[err["model"] == "persistence"].set_index(keys)["mae"].rename("p")
+        anyh = err[err["model"] != "persistence"].set_index(keys).join(base, how="inner")
+        anyh = anyh[anyh["p"] > 0].assign(skill=lambda d: 1 - d["mae"] / d["p"]).reset_index()
+        for target, g in anyh.groupby("target"):
+            r = g.loc[g["skill"].idxmax()]
+            longer.append(f"{target} {r['skill']:+.2f} ({r['model']}, {r['horizon_h']:g} h ahead at "
+                          f"{r['slot_hours'] * 60:.0f}-min slots)")
+        err = err[err["horizon_h"].isin(MARKETPLACE_HORIZONS_H)]
         pers = err[err["model"] == "persistence"].set_index(keys)["mae"]
         rest = err[err["model"] != "persistence"]
         if pers.empty or rest.empty:
@@ -525,6 +533,8 @@ def predictability_marketplace(out_dir: str | Path) -> Claim:
         if len(seas):
             extra.append(f"The daily cycle alone (seasonal naive: same time yesterday) has a median skill of "
                          f"{(1 - seas['mae'] / seas['p']).median():+.2f}.")
+        if longer:
+            extra.append("Best skill at any horizon: " + "; ".join(longer) + ".")
         if const:
             extra.append(f"{const} case(s) whose series never changes are left out.")
         verdict = HOLDS if share >= SHARE_MEANINGFUL else DEVIATES
