@@ -1,10 +1,14 @@
 """Where every known data file comes from, pinned by commit and sha256.
 
-Three kinds of entries, so that a download is either byte-exact or refused with a reason:
+The kinds of entries, so that a download is either byte-exact or refused with a reason:
 
 - ``verbatim``: a copy of one file of a public repository; fetched as is and checked against ``sha256``.
 - ``rebuild``: a tidy CSV under ``markets/`` re-derived from pinned source files (each checked on download);
   ``sha256`` is that of the *decompressed* CSV and is checked after the rebuild (values of markets/SHA256SUMS).
+- ``member``: one member of a pinned tar archive (``source`` is the archive, ``member`` its path inside it);
+  the archive is fetched and checked against its sha256, then the member against ``sha256``.
+- ``windows``: a table of window slices derived from the window files inside a pinned archive
+  (``windows`` says which); ``sha256`` is that of the table and is checked after the rebuild.
 - ``local``: cannot be fetched from here; ``reason`` says why. ``sha256`` is still given where known so a
   local copy can be checked by hand.
 - ``gzip``: a verbatim file of a public repository kept gzip-compressed under ``relpath`` (``.gz``); ``sha256``
@@ -63,15 +67,31 @@ class CountsRecipe:
 
 
 @dataclass(frozen=True)
+class WindowsRecipe:
+    """A windows CSV derived from the window files of an archive: one row per (env, window), in the order
+    of ``envs`` then ``windows``, with the file's ``metadata.start_time`` / ``end_time`` as ``start_tick`` /
+    ``end_tick`` (the slice ``[start, end)`` of the env's trace). ``columns`` is the CSV header; ``member``
+    the path of a window file inside ``archive``, with ``{env}`` and ``{window}`` to fill in."""
+
+    archive: Source
+    member: str
+    envs: tuple[str, ...]
+    windows: tuple[int, ...]
+    columns: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Entry:
     """A known relative path under the data root and how (or whether) it can be obtained."""
 
     relpath: str
-    kind: Literal["verbatim", "rebuild", "local", "gzip"]
+    kind: Literal["verbatim", "rebuild", "local", "gzip", "member", "windows"]
     sha256: str | None
     source: Source | None = None
     recipe: CountsRecipe | None = None
     reason: str = ""
+    member: str = ""  # kind "member": path inside the archive `source`
+    windows: WindowsRecipe | None = None  # kind "windows"
 
 
 SKYPILOT = Repo("skypilot-org", "spot-traces", "221da1ab9bdfe7966da296265d7694d52dc0c5a6")
@@ -98,9 +118,32 @@ def _spothedge(name: str, sha256: str) -> Entry:
 
 
 _ADRS_TAR = "problems/cant_be_late/resources/real_traces.tar.gz"
+# The Can't Be Late traces of the ADRS leaderboard (3,631,800 bytes; sha256 from its README in the shared data).
+ADRS_TRACES = Source(ADRS, _ADRS_TAR, "26813d4c6dbe0b60e3d0ff7dc264427a665736c6199aa48a8f0c8aba0437d503")
+ADRS_ENVS = ("us-west-2a_k80_8", "us-west-2a_v100_1", "us-west-2a_v100_8", "us-west-2b_k80_1", "us-west-2b_k80_8",
+             "us-west-2b_v100_1")
+# The 30 random-start windows the leaderboard evaluates (the same indices for every env and overhead).
+ADRS_LEADERBOARD_WINDOWS = (0, 8, 9, 20, 21, 33, 42, 51, 61, 70, 99, 107, 117, 126, 135, 145, 154, 163, 172, 182,
+                            191, 219, 228, 238, 247, 256, 266, 275, 284, 294)
+_ADRS_WINDOW_FILE = "real/ddl=search+task=48+overhead=0.10/real/{env}/traces/random_start/{window}.json"
 _ADRS_REASON = (
-    f"member of the tar archive {ADRS.owner}/{ADRS.name}@{ADRS.commit[:12]}:{_ADRS_TAR}, whose sha256 is not "
-    "pinned here (no local copy of the archive to hash), so a download could not be verified"
+    f"a file of the tar archive {ADRS.owner}/{ADRS.name}@{ADRS.commit[:12]}:{_ADRS_TAR} whose path inside the "
+    "archive is not recorded here"
+)
+
+
+def _adrs_member(name: str, member: str, sha256: str) -> Entry:
+    return Entry(f"sky_spot_traces/adrs-cant-be-late-traces/{name}", "member", sha256, source=ADRS_TRACES,
+                 member=member)
+
+
+_ADRS_PING_SHA256 = (
+    "e2d7ec3e2a561e22d749288b71b5a1030f6d75bfdbb73d5d908e104916c9b942",
+    "3fd0ac7d16fba6ba666e12f6db7df31209b39f8b0a7c4f3b7bd875dda6b4d0b1",
+    "7c1931b556378c271acbb979231154ec3c80760385507af0acd1f50e7b0eeb9a",
+    "d226ca1a3adf30cef82377a5cc9332af8559e3d9447e2c4d94b74fbaaa283905",
+    "7e74ec9b843dbc2ce994f0a18485508d32b70a342cd41c8a352c15b999e8ec17",
+    "937667b6783dd8b25c73c0e6b5548255a98a40f7bc06c581f17d267242cb6e5d",
 )
 _SKYNOMAD_TAR = "data/converted_multi_region_aligned_h100_16_merged.tar.gz"
 _SKYNOMAD_REASON = (
@@ -226,24 +269,29 @@ _ENTRIES: tuple[Entry, ...] = (
            "048ca2f2d4047f5e62e79cb81abfc8593ae528a7156dfa5519de7d46f3020b70", _SKYNOMAD_REASON),
     _local("sky_spot_traces/skynomad-gcp-h100/us-central1-a_h100_16__window0.json",
            "190f6dcfa18d4d74ed20207dba397e96fbbca93b2909d1996be58de74b2dd440", _SKYNOMAD_REASON),
-    _local("sky_spot_traces/adrs-cant-be-late-traces/ping_based__us-west-2a_v100_1.json",
-           "3fd0ac7d16fba6ba666e12f6db7df31209b39f8b0a7c4f3b7bd875dda6b4d0b1", _ADRS_REASON),
-    _local("sky_spot_traces/adrs-cant-be-late-traces/ping_based__us-west-2b_k80_1.json",
-           "d226ca1a3adf30cef82377a5cc9332af8559e3d9447e2c4d94b74fbaaa283905", _ADRS_REASON),
+    *(
+        _adrs_member(f"ping_based__{env}.json", f"real/ping_based/{env}.json", sha)
+        for env, sha in zip(ADRS_ENVS, _ADRS_PING_SHA256, strict=True)
+    ),
     _local("sky_spot_traces/adrs-cant-be-late-traces/ping_based__stats.tsv",
            "6e1d23c4e71b7d9237835744343195b461a12ff47cfa3d8ade03011f367cab8f", _ADRS_REASON),
     *(
-        _local(f"sky_spot_traces/adrs-cant-be-late-traces/random_start__overhead0.10__us-west-2a_v100_1__{i}.json",
-               sha, _ADRS_REASON)
+        _adrs_member(f"random_start__overhead0.10__us-west-2a_v100_1__{i}.json",
+                     _ADRS_WINDOW_FILE.format(env="us-west-2a_v100_1", window=i), sha)
         for i, sha in enumerate((
             "de1b982d7ef75f4df2a71035fa73404e8b6abcf66f0d8997de428423d58cbb26",
             "5853ea8cc30a8f164c49f47c88443dbc8ec90cbfd2f8f2471575e7e669f544d6",
             "8dc93c441d02215094b3316555ff345208b49358e0beab1dcdc825a6e7054380",
         ))
     ),
-    _local("sky_spot_traces/adrs-cant-be-late-traces/random_start__us-west-2a_v100_1__windows.csv",
-           "d70ba01b4fd2eb4e7290e2b560f6bf4fe7a30e4197ebaf37e6077d4b6993fd83",
-           "a table of window slices compiled for the shared data folder, not a file of any public repository"),
+    Entry("sky_spot_traces/adrs-cant-be-late-traces/random_start__us-west-2a_v100_1__windows.csv", "windows",
+          "d70ba01b4fd2eb4e7290e2b560f6bf4fe7a30e4197ebaf37e6077d4b6993fd83",
+          windows=WindowsRecipe(ADRS_TRACES, _ADRS_WINDOW_FILE, ("us-west-2a_v100_1",), tuple(range(300)),
+                                ("window", "start_tick", "end_tick"))),
+    Entry("sky_spot_traces/adrs-cant-be-late-traces/leaderboard_windows.csv", "windows",
+          "fe8db8c2dc4c3b0e4771eb927cacc20403eaeff26b518e732f624be5791e8d62",
+          windows=WindowsRecipe(ADRS_TRACES, _ADRS_WINDOW_FILE, ADRS_ENVS, ADRS_LEADERBOARD_WINDOWS,
+                                ("env", "window", "start_tick", "end_tick"))),
 )
 
 REGISTRY: Mapping[str, Entry] = MappingProxyType({e.relpath: e for e in _ENTRIES})

@@ -23,6 +23,7 @@ import io
 import json
 import os
 import re
+import tarfile
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -170,6 +171,10 @@ def _from_cache(rel: str, where: _Where) -> Path:
         return _fetch(entry.source, where.cache / rel, where, label=rel)
     if entry.kind == "gzip":
         return _compressed(entry, where)
+    if entry.kind == "member":
+        return _archive_member(entry, where)
+    if entry.kind == "windows":
+        return _archive_windows(entry, where)
     assert entry.recipe is not None and entry.sha256 is not None
     return _rebuild(entry, where)
 
@@ -249,6 +254,89 @@ def _compressed(entry: Entry, where: _Where) -> Path:
         raise _Unavailable(f"the source of {entry.relpath} in the cache no longer has sha256 {entry.sha256}.")
     _write_atomic(target, _gzip(raw))
     return target
+
+
+def _archive_member(entry: Entry, where: _Where) -> Path:
+    """One file of a pinned tar archive: fetch and check the archive, extract the member, check its sha256."""
+    assert entry.source is not None and entry.sha256 is not None
+    target = where.cache / entry.relpath
+    if target.is_file() and _sha256(target.read_bytes()) == entry.sha256:
+        return target
+    with _open_archive(entry.source, where) as tar:
+        raw = _read_members(tar, [entry.member], entry.source)[entry.member]
+    got = _sha256(raw)
+    if got != entry.sha256:
+        raise _Unavailable(f"{entry.member} in the archive {entry.source.path} has sha256 {got} but the registry "
+                           f"expects {entry.sha256}; nothing was written.")
+    _write_atomic(target, raw)
+    return target
+
+
+def _archive_windows(entry: Entry, where: _Where) -> Path:
+    """A windows CSV rebuilt from the window files of a pinned archive, checked against its sha256."""
+    recipe = entry.windows
+    assert recipe is not None and entry.sha256 is not None
+    target = where.cache / entry.relpath
+    if target.is_file() and _sha256(target.read_bytes()) == entry.sha256:
+        return target
+    names = {(env, w): recipe.member.format(env=env, window=w) for env in recipe.envs for w in recipe.windows}
+    with _open_archive(recipe.archive, where) as tar:
+        files = _read_members(tar, list(names.values()), recipe.archive)
+    bounds = {}
+    for key, name in names.items():
+        try:
+            meta = json.loads(files[name])["metadata"]
+            bounds[key] = (int(meta["start_time"]), int(meta["end_time"]))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise _Unavailable(f"{name} in {recipe.archive.path} has no metadata.start_time/end_time "
+                               f"({type(exc).__name__}: {exc}).") from None
+    text = _render_windows_csv(recipe.columns, bounds)
+    got = _sha256(text)
+    if got != entry.sha256:
+        raise _Unavailable(f"the rebuilt {entry.relpath} has sha256 {got} but the registry expects "
+                           f"{entry.sha256}; nothing was written.")
+    _write_atomic(target, text)
+    return target
+
+
+def _render_windows_csv(columns: tuple[str, ...], bounds: dict[tuple[str, int], tuple[int, int]]) -> bytes:
+    """CSV bytes, one row per (env, window) in the given order; pure so the format can be tested alone."""
+    lines = [",".join(columns)]
+    for (env, w), (start, end) in bounds.items():
+        row = {"env": env, "window": w, "start_tick": start, "end_tick": end}
+        lines.append(",".join(str(row[c]) for c in columns))
+    return ("\n".join(lines) + "\n").encode()
+
+
+def _open_archive(source: Source, where: _Where) -> tarfile.TarFile:
+    path = _source_file(source, where)
+    try:
+        return tarfile.open(path, mode="r:*")
+    except (tarfile.TarError, OSError) as exc:
+        raise _Unavailable(f"the archive {path} cannot be read as tar ({exc}).") from None
+
+
+def _read_members(tar: tarfile.TarFile, members: list[str], source: Source) -> dict[str, bytes]:
+    """Bytes of each of ``members`` in one pass over the (compressed) archive; a member may also sit under a
+    top-level folder (``<top>/member``), as archives often have. A missing one is named."""
+    wanted = set(members)
+    found: dict[str, bytes] = {}
+    for info in tar:
+        if not info.isfile():
+            continue
+        name = info.name.removeprefix("./")
+        key = name if name in wanted else name.partition("/")[2]
+        if key in wanted and key not in found:
+            fh = tar.extractfile(info)
+            assert fh is not None
+            found[key] = fh.read()
+            if len(found) == len(wanted):
+                break
+    missing = [m for m in members if m not in found]
+    if missing:
+        raise _Unavailable(f"the archive {source.path} has no file {missing[0]}"
+                           f"{f' (and {len(missing) - 1} more)' if len(missing) > 1 else ''}.")
+    return found
 
 
 def _render_counts_csv(recipe: CountsRecipe, traces: list[dict]) -> bytes:

@@ -185,8 +185,8 @@ def test_list_datasets_and_local_only_reason(empty_root):
     names = data.list_datasets()
     assert GCP_A100 in names and SPOTHEDGE_JSON in names and ADRS_JSON in names
     assert all(REGISTRY[n].sha256 for n in names if REGISTRY[n].kind != "local")
-    with pytest.raises(DataNotFoundError, match=r"not downloadable: member of the tar archive"):
-        data.dataset_path(ADRS_JSON)
+    with pytest.raises(DataNotFoundError, match=r"not downloadable: a file of the tar archive"):
+        data.dataset_path("sky_spot_traces/adrs-cant-be-late-traces/ping_based__stats.tsv")
     with pytest.raises(DataNotFoundError, match="not in the download registry"):
         data.dataset_path("markets/no_such_file.csv.gz")
 

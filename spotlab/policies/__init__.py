@@ -19,6 +19,7 @@ REGISTRY: dict[str, str] = {
     "chc": "spotlab.policies.chc:CHC",
     "select": "spotlab.policies.select:Select",
     "prediction_free": "spotlab.policies.prediction_free:PredictionFree",
+    "slack_reserve": "spotlab.policies.slack_reserve:SlackReserve",
 }
 
 

@@ -1,0 +1,226 @@
+"""The ADRS leaderboard benchmark: its data from the pinned tarball, the runner, and the slack-reserve policy."""
+
+from __future__ import annotations
+
+import hashlib
+import http.server
+import io
+import json
+import tarfile
+import threading
+from functools import partial
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from spotlab import data
+from spotlab._registry import ADRS_ENVS, ADRS_LEADERBOARD_WINDOWS, REGISTRY, Entry, Repo, Source, WindowsRecipe
+from spotlab.errors import DataNotFoundError, PolicyError
+from spotlab.experiments import leaderboard as lb
+from spotlab.market import Market
+from spotlab.policies import make_policy
+from spotlab.runs import make_job
+from spotlab.simulator import Episodes, SimSettings, simulate
+
+ADRS = "sky_spot_traces/adrs-cant-be-late-traces/"
+
+
+def _sha(b: bytes) -> str:
+    return hashlib.sha256(b).hexdigest()
+
+
+# ------------------------------------------------------------------------------- the catalogue entries
+
+
+def test_registry_names_the_tarball_and_every_leaderboard_file():
+    for env in ADRS_ENVS:
+        e = REGISTRY[f"{ADRS}ping_based__{env}.json"]
+        assert e.kind == "member" and e.member == f"real/ping_based/{env}.json"
+        assert e.source.repo.commit == "f856497ded0c34c97323730f2012a2767b1caa92"
+        assert e.source.path == "problems/cant_be_late/resources/real_traces.tar.gz"
+        assert e.source.sha256 == "26813d4c6dbe0b60e3d0ff7dc264427a665736c6199aa48a8f0c8aba0437d503"
+    w = REGISTRY[ADRS + "leaderboard_windows.csv"].windows
+    assert w.envs == ADRS_ENVS and len(w.windows) == 30 and w.windows[:3] == (0, 8, 9)
+    assert w.member.format(env="e", window=7) == "real/ddl=search+task=48+overhead=0.10/real/e/traces/random_start/7.json"
+
+
+def _tarball(files: dict[str, bytes]) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for name, content in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(content)
+            tar.addfile(info, io.BytesIO(content))
+    return buf.getvalue()
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args) -> None:
+        pass
+
+
+@pytest.fixture
+def small_archive(tmp_path, monkeypatch):
+    """A small tarball laid out like the ADRS one (under a top folder), served on 127.0.0.1, and registry
+    entries for two of its members and a windows table, in place of the real registry."""
+    trace = json.dumps({"metadata": {"gap_seconds": 600}, "data": [0, 1, 1, 0, 0, 0, 1, 0]}).encode()
+    member = "real/ping_based/env_a.json"
+    pattern = "real/ddl=search/real/{env}/traces/random_start/{window}.json"
+    windows = {3: (1, 5), 0: (2, 7)}
+    files = {f"top/{member}": trace}
+    for w, (a, b) in windows.items():
+        files["top/" + pattern.format(env="env_a", window=w)] = json.dumps(
+            {"metadata": {"gap_seconds": 600, "start_time": a, "end_time": b}, "data": [0] * (b - a)}).encode()
+    blob = _tarball(files)
+    src = Source(Repo("someone", "traces", "0" * 40), "res/traces.tar.gz", _sha(blob))
+    served = tmp_path / "served" / "someone" / "traces" / ("0" * 40) / "res"
+    served.mkdir(parents=True)
+    (served / "traces.tar.gz").write_bytes(blob)
+    table = b"env,window,start_tick,end_tick\nenv_a,3,1,5\nenv_a,0,2,7\n"
+    entries = {
+        "x/trace.json": Entry("x/trace.json", "member", _sha(trace), source=src, member=member),
+        "x/bad.json": Entry("x/bad.json", "member", "0" * 64, source=src, member=member),
+        "x/missing.json": Entry("x/missing.json", "member", "0" * 64, source=src, member="real/nothing.json"),
+        "x/windows.csv": Entry("x/windows.csv", "windows", _sha(table),
+                               windows=WindowsRecipe(src, pattern, ("env_a",), (3, 0),
+                                                     ("env", "window", "start_tick", "end_tick"))),
+    }
+    monkeypatch.setattr(data, "REGISTRY", entries)
+    for var in (data.ENV_DATA, data.ENV_URL):
+        monkeypatch.delenv(var, raising=False)
+    root = tmp_path / "empty"
+    root.mkdir()
+    monkeypatch.setenv(data.ENV_DATA, str(root))
+    monkeypatch.setenv(data.ENV_CACHE, str(tmp_path / "cache"))
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), partial(_Quiet, directory=str(tmp_path / "served")))
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield {"url": f"http://127.0.0.1:{httpd.server_address[1]}", "trace": trace, "table": table}
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(timeout=5)
+
+
+def test_member_and_windows_come_out_of_the_downloaded_archive(small_archive):
+    url = small_archive["url"]
+    path = data.dataset_path("x/trace.json", base_url=url)
+    assert path.read_bytes() == small_archive["trace"]
+    table = data.dataset_path("x/windows.csv", base_url=url)
+    assert table.read_bytes() == small_archive["table"]  # rows in the recipe's order, not the archive's
+    # cached: found again without the network
+    assert data.dataset_path("x/trace.json", download=False) == path
+
+
+def test_archive_member_with_a_wrong_hash_or_missing_is_one_clear_error(small_archive):
+    url = small_archive["url"]
+    with pytest.raises(DataNotFoundError, match=r"real/ping_based/env_a.json in the archive .* has sha256"):
+        data.dataset_path("x/bad.json", base_url=url)
+    with pytest.raises(DataNotFoundError, match=r"has no file real/nothing.json"):
+        data.dataset_path("x/missing.json", base_url=url)
+
+
+def test_leaderboard_windows_file_matches_the_catalogue(dataset):
+    w = lb.leaderboard_windows()
+    assert len(w) == 180 and set(w["env"]) == set(ADRS_ENVS)
+    assert sorted(set(w["window"])) == list(ADRS_LEADERBOARD_WINDOWS)
+    assert ((w["end_tick"] - w["start_tick"]) == 554).all()
+
+
+# ------------------------------------------------------------------------------------------- the runner
+
+
+def test_score_anchors():
+    assert lb.score(146.88) == 0.0 and lb.score(46.7088) == 100.0
+    assert lb.score(500.0) == 0.0 and lb.score(0.0) == 100.0
+    assert lb.score(95.35) == pytest.approx(51.44, abs=0.01)
+
+
+def test_baselines_equal_the_peers_measured_means(dataset):
+    rows = lb.run(lb.leaderboard_windows(), policies=["greedy", "uniform_progress"], progress=False)
+    assert len(rows) == 2 * lb.RUNS
+    check = lb.same_as_peer(rows)
+    assert len(check) == 2
+    assert (check["diff"].abs() < 0.005).all(), check  # published to the cent
+    assert rows["met_deadline"].all()
+
+
+def test_runner_resumes_from_its_rows(dataset, tmp_path):
+    w = lb.leaderboard_windows()
+    w = w[w["env"].isin(ADRS_ENVS[:2])]
+    out = tmp_path / "rows.csv"
+    first = lb.run(w, policies=["greedy"], deadlines=[52], overheads=[0.1], limit={"greedy": 3}, out_csv=out,
+                   progress=False)
+    assert len(first) == 6 and len(pd.read_csv(out)) == 6
+    both = lb.run(w, policies=["greedy", "on_demand"], deadlines=[52], overheads=[0.1], limit={"greedy": 3},
+                  out_csv=out, progress=False)
+    assert len(pd.read_csv(out)) == 6 + 60  # greedy's rows were reused, not run again
+    pd.testing.assert_frame_equal(both[both["policy"] == "greedy"].reset_index(drop=True), first)
+    s = lb.summarise(both)
+    assert not s["complete"].any() and set(s["policy"]) == {"greedy", "on_demand"}
+    assert s.set_index("policy").loc["on_demand", "mean_cost"] == pytest.approx(147.39)
+
+
+# ------------------------------------------------------------------------------------ the slack reserve
+
+
+def _market(avail, name="m") -> Market:
+    n = len(avail)
+    return Market(avail=np.asarray(avail, dtype=np.int64), spot_price=np.full(n, 0.9731), od_price=np.full(n, 3.06),
+                  slot_hours=1 / 6, name=name)
+
+
+def test_slack_reserve_beats_uniform_progress_on_windows_it_was_not_made_for(dataset):
+    """Start ticks of the leaderboard's traces that are neither its windows nor those used to choose the
+    policy's constants (every 29th tick from 3): every 31st from 11."""
+    w = lb.stride_windows(envs=["us-west-2a_v100_1", "us-west-2b_k80_8"], first=11, stride=31,
+                          exclude=lb.leaderboard_windows())
+    rows = lb.run(w, policies=["uniform_progress", "slack_reserve"], deadlines=[52, 70], overheads=[0.05],
+                  progress=False)
+    s = lb.summarise(rows, full_runs=len(rows) // 2).set_index("policy")
+    assert s.loc["slack_reserve", "deadline_met_fraction"] == 1.0
+    assert s.loc["slack_reserve", "mean_cost"] < 0.97 * s.loc["uniform_progress", "mean_cost"]
+
+
+def test_slack_reserve_reads_no_future():
+    rng = np.random.default_rng(3)
+    base = (rng.random(400) < 0.6).astype(int)
+    other = base.copy()
+    k = 150
+    other[k:] = 1 - other[k:]  # a different future from slot k on
+    job = make_job(48, 52, overhead_hours=0.05)
+    a = simulate(make_policy("slack_reserve"), Episodes.from_markets([_market(base)]), job,
+                 SimSettings.cant_be_late()).arrays
+    b = simulate(make_policy("slack_reserve"), Episodes.from_markets([_market(other)]), job,
+                 SimSettings.cant_be_late()).arrays
+    for key in ("o", "s_requested"):
+        assert np.array_equal(a[key][:, :k], b[key][:, :k])
+
+
+def test_slack_reserve_waits_while_slack_is_large_and_runs_on_demand_when_not():
+    job = make_job(10, 30, overhead_hours=0.1)
+    none = Episodes.from_markets([_market(np.zeros(200, dtype=int))])
+    r = simulate(make_policy("slack_reserve"), none, job, SimSettings.cant_be_late())
+    o = r.arrays["o"][0]
+    first = int(np.flatnonzero(o)[0])
+    assert first > 0 and r.met_deadline.all()  # it waited first, then finished on demand in time
+    assert (o[first:][r.arrays["alive"][0][first:]] == 1).all()  # and never stopped once on demand
+    # history showing frequent spot spells reserves more slack, so on-demand starts earlier
+    flicker = np.tile([1, 0], 600)
+    hist_ep = Episodes.from_windows(_market(np.concatenate([flicker, np.zeros(200, dtype=int)])), [1200], [1400],
+                                    history=1200)
+    r2 = simulate(make_policy("slack_reserve"), hist_ep, job, SimSettings.cant_be_late())
+    assert int(np.flatnonzero(r2.arrays["o"][0])[0]) < first
+
+
+@pytest.mark.parametrize("params", [{"floor_restarts": -1}, {"prior_rate": float("nan")}, {"z": "x"},
+                                    {"prior_hours": True}])
+def test_slack_reserve_bad_parameters(params):
+    job = make_job(10, 30)
+    with pytest.raises(PolicyError, match="slack_reserve"):
+        simulate(make_policy("slack_reserve", params), Episodes.from_markets([_market(np.ones(200, dtype=int))]), job)
