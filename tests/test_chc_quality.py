@@ -1,0 +1,175 @@
+"""A1 with perfect forecasts against the optimum, on random jobs and synthetic markets (issue: decisions that
+hold on any job and any market).
+
+- A window that covers the rest of the job, perfect forecasts: CHC's plan is the optimum's from the true
+  state, so its utility must be the optimum's (within 1%; the optimum's schedule as the safety net lets an
+  online policy run it, see `optimum`), for any value relative to the on-demand cost
+  (cost-only jobs included), N_min..N_max, beta of either sign, overheads shorter or longer than a slot.
+- A short window on a horizon several times longer: the plan sees only w slots and expects the rest from the
+  market's past; it must stay near the optimum and not below uniform progress.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from spotlab.job import Job, Throughput
+from spotlab.policies import make_policy
+from spotlab.simulator import Episodes, SimSettings, horizon_slots, simulate
+from spotlab.synthetic import synthetic_market
+
+OD = 3.0
+
+
+def random_job(rng: np.random.Generator, max_deadline: int, n_max_hi: int = 3) -> Job:
+    n_max = int(rng.integers(1, n_max_hi + 1))
+    n_min = int(rng.integers(1, n_max + 1))
+    beta = float(rng.uniform(-0.3, 0.5))
+    tp = Throughput(1.0, beta)
+    d = int(rng.integers(max(3, max_deadline // 2), max_deadline + 1))
+    hard = int(np.ceil(d * rng.uniform(1.0, 1.5)))
+    load = float(rng.uniform(0.2, 0.85))
+    work = load * d * float(tp(n_max))
+    od_cost = work / float(tp(n_max)) * n_max * OD
+    value = float(rng.choice([0.0, 0.5, 1.0, 3.0])) * od_cost
+    penalty = float(rng.choice([0.0, 0.5])) * value
+    overhead = float(rng.choice([0.0, 0.25, 1.5]))
+    job = Job(work=work, deadline_h=float(d), hard_deadline_h=float(hard), n_min=n_min, n_max=n_max,
+              throughput=tp, value=value, miss_penalty=penalty, overhead_h=overhead)
+    return job
+
+
+def episodes_for(job: Job, rng: np.random.Generator) -> Episodes:
+    regime = str(rng.choice(["calm", "default", "volatile"]))
+    mk = synthetic_market(24 * 9, requested=4, od_price=OD, regime=regime, seed=int(rng.integers(1_000_000)))
+    start = 24 * 7 + int(rng.integers(0, 24))
+    return Episodes.from_windows(mk, [start], [start + horizon_slots(job, 1.0)], history=24 * 7)
+
+
+def feasible(job: Job) -> bool:
+    try:
+        job.check_feasible(1.0)
+    except Exception:
+        return False
+    return True
+
+
+class Replay:
+    """Plays a fixed schedule through the safety net, as an online policy would."""
+
+    name = "replay"
+    uses_safety_net = True
+
+    def __init__(self, o: np.ndarray, s: np.ndarray):
+        self.o, self.s = o, s
+
+    def reset(self, ctx) -> None:
+        pass
+
+    def act(self, obs):
+        return self.o[:, obs.t], self.s[:, obs.t]
+
+
+def optimum(job: Job, ep: Episodes) -> float:
+    """The optimum's utility as an online policy can reach it: its schedule (perfect foresight) played
+    through the strict safety net. Where the deadline is so tight that only foresight can risk spot (the net
+    must then insure against preemption with on-demand GPUs), the net changes it; elsewhere it is the optimum."""
+    res = simulate(make_policy("optimal", {"mip_gap": 1e-6, "n_jobs": 1}), ep, job, SimSettings(safety_net="off"))
+    netted = simulate(Replay(res.arrays["o"], res.arrays["s"]), ep, job)
+    return float(min(res.utility[0], netted.utility[0]))
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(seed=st.integers(0, 2**31 - 1))
+def test_whole_horizon_chc_with_perfect_forecasts_is_the_optimum(seed):
+    rng = np.random.default_rng(seed)
+    job = random_job(rng, max_deadline=8)
+    if not feasible(job):
+        return
+    ep = episodes_for(job, rng)
+    best = optimum(job, ep)
+    chc = simulate(make_policy("chc", {"w": horizon_slots(job, 1.0), "predictor": "oracle", "solver": "highs",
+                                       "mip_gap": 1e-6, "time_limit": 60.0}), ep, job)
+    got = float(chc.utility[0])
+    assert chc.policy_report["fallback_rate"] == 0.0
+    assert chc.met_hard_deadline.all()
+    assert got >= best - 0.01 * abs(best) - 1e-6, (job, best, got)
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(seed=st.integers(0, 2**31 - 1))
+def test_short_window_with_perfect_forecasts_stays_near_the_optimum(seed):
+    """w = 4 on horizons of 8..20 slots (the README's w = 12 on 36-slot jobs, scaled down for speed)."""
+    rng = np.random.default_rng(seed)
+    job = random_job(rng, max_deadline=14)
+    if not feasible(job):
+        return
+    ep = episodes_for(job, rng)
+    best = optimum(job, ep)
+    chc = simulate(make_policy("chc", {"w": 4, "predictor": "oracle", "solver": "highs", "mip_gap": 1e-4,
+                                       "time_limit": 60.0}), ep, job)
+    up = simulate(make_policy("uniform_progress"), ep, job)
+    got, base = float(chc.utility[0]), float(up.utility[0])
+    scale = job.work / float(job.max_rate) * job.n_max * OD  # the job's all-on-demand cost: its money scale
+    assert chc.policy_report["fallback_rate"] == 0.0
+    assert chc.met_hard_deadline.all()
+    assert got >= best - 0.1 * max(abs(best), scale), (job, best, got, base)
+    assert got >= base - 0.02 * scale, (job, best, got, base)
+
+
+def test_cost_only_job_plans_and_finishes():
+    """Value 0, no miss penalty (the Can't Be Late setting): every window solves, nothing falls back, and the
+    job finishes by its deadline at no more than uniform progress's cost."""
+    job = Job(work=12.0, deadline_h=16.0, n_min=1, n_max=1, overhead_h=0.25)
+    mk = synthetic_market(24 * 9, requested=1, od_price=OD, regime="volatile", seed=3)
+    ep = Episodes.from_windows(mk, [24 * 7, 24 * 7 + 12], [24 * 7 + 16, 24 * 7 + 28], history=24 * 7)
+    chc = simulate(make_policy("chc", {"w": 6, "predictor": "oracle"}), ep, job)
+    up = simulate(make_policy("uniform_progress"), ep, job)
+    assert chc.policy_report["solves"] > 0 and chc.policy_report["fallback_rate"] == 0.0
+    assert chc.met_hard_deadline.all()
+    assert chc.cost.mean() <= up.cost.mean() + 1e-6
+
+
+@pytest.mark.parametrize("net", ["strict", "cbl"])
+def test_plans_within_the_net_are_not_overridden(net):
+    """A whole-horizon plan with perfect forecasts is what runs: the net never changes one of its slots."""
+    job = Job(work=20.0, deadline_h=10.0, hard_deadline_h=12.0, n_min=1, n_max=3, throughput=Throughput(1.0, 0.2),
+              value=90.0, miss_penalty=30.0, overhead_h=0.25)
+    mk = synthetic_market(24 * 9, requested=3, od_price=OD, regime="volatile", seed=11)
+    ep = Episodes.from_windows(mk, [24 * 7], [24 * 7 + 12], history=24 * 7)
+    pol = make_policy("chc", {"w": 12, "predictor": "oracle", "solver": "highs", "mip_gap": 1e-6})
+    with_net = simulate(pol, ep, job, SimSettings(safety_net=net))
+    without = simulate(make_policy("chc", {"w": 12, "predictor": "oracle", "solver": "highs", "mip_gap": 1e-6}),
+                       ep, job, SimSettings(safety_net="off"))
+    assert with_net.utility[0] == pytest.approx(without.utility[0], abs=1e-6) or with_net.utility[0] > without.utility[0]
+
+
+class Idle:
+    """A policy that never runs the job: only the safety net does."""
+
+    name = "idle"
+    uses_safety_net = True
+
+    def reset(self, ctx) -> None:
+        pass
+
+    def act(self, obs):
+        return np.zeros_like(obs.held_o), np.zeros_like(obs.held_s)
+
+
+def test_give_up_stops_a_job_not_worth_finishing():
+    """On-demand dearer than value + penalty: the net buys the completion by default; with give_up it stops
+    the job at the last safe slot instead, which costs nothing and earns -penalty."""
+    job = Job(work=8.0, deadline_h=10.0, n_min=1, n_max=1, value=5.0, miss_penalty=4.0)
+    from spotlab.market import Market
+
+    empty = Market(np.zeros(10, dtype=np.int64), np.full(10, 1.0), np.full(10, OD), 1.0, name="no spot")
+    keep = simulate(Idle(), empty, job)
+    quit_ = simulate(Idle(), empty, job, SimSettings(give_up=True))
+    assert keep.done.all() and keep.utility[0] == pytest.approx(5.0 - 8.0 * OD)
+    assert quit_.summary()["gave_up"].all() and not quit_.done.any()
+    assert quit_.utility[0] == pytest.approx(-4.0) and quit_.cost[0] == 0.0
+    worth = Job(work=8.0, deadline_h=10.0, n_min=1, n_max=1, value=30.0, miss_penalty=4.0)
+    assert simulate(Idle(), empty, worth, SimSettings(give_up=True)).done.all()  # worth finishing: it finishes
