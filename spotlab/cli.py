@@ -289,7 +289,8 @@ def cmd_simulate(args) -> int:
         block = [(0, 1)]
         result = run_policy(args.policy, params, loaded.episodes, job, settings, seed=seed,
                             on_block=lambda i, n: block.__setitem__(0, (i, n)),
-                            wrap=lambda p: _Tracked(p, bar, block[0]))
+                            wrap=lambda p: _Tracked(p, bar, block[0]),
+                            keep="all" if args.records else "summary" if args.per_run else "metrics")
     simulated_s = time.perf_counter()
     if not np.all(np.isfinite(result.cost)):
         raise SpotlabError("a run's cost is not a finite number: the prices are too large to add up "

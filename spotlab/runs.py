@@ -140,22 +140,63 @@ BLOCK = 3000
 
 def run_policy(policy: str, params: dict, episodes: Episodes, job: Job, settings: SimSettings,
                seed: int = 0, block: int | None = BLOCK, on_block: Callable[[int, int], None] | None = None,
-               wrap: Callable[[Any], Any] | None = None) -> SimulationResult:
+               wrap: Callable[[Any], Any] | None = None, keep: str = "all") -> SimulationResult:
     """Simulate a registered policy; policies in `INDEPENDENT_WINDOWS` run `block` windows at a time.
-    `on_block(i, n)` is told before each block; `wrap` may wrap each policy object (e.g. a progress bar)."""
+
+    `on_block(i, n)` is told before each block; `wrap` may wrap each policy object (e.g. a progress bar).
+    `keep` says what the result must still answer when blocks are used: "all" (`records()` too), "summary"
+    (`summary()` and `metrics()`) or "metrics"; a block's other per-slot arrays are dropped as soon as it is
+    done, so the next block reuses their memory (30,000 windows keep ~1 GB of per-slot arrays otherwise)."""
+    if keep not in ("all", "summary", "metrics"):
+        raise ValueError(f"keep must be 'all', 'summary' or 'metrics', got {keep!r}")
     wrap = wrap or (lambda p: p)
     if block is None or policy not in INDEPENDENT_WINDOWS or episodes.n <= block:
         if on_block:
             on_block(0, 1)
         return simulate(wrap(make_policy(policy, params)), episodes, job, settings, seed=seed)
     cuts = list(range(0, episodes.n, block))
-    parts = []
+    parts: list[SimulationResult] = []
+    needed: set[str] | None = None
     for i, a in enumerate(cuts):
         if on_block:
             on_block(i, len(cuts))
-        parts.append(simulate(wrap(make_policy(policy, params)), episode_rows(episodes, slice(a, a + block)),
-                              job, settings, seed=seed))
+        res = simulate(wrap(make_policy(policy, params)), episode_rows(episodes, slice(a, a + block)),
+                       job, settings, seed=seed)
+        if keep != "all":
+            if needed is None:
+                needed = _arrays_used(res, keep)
+            res = dataclasses.replace(res, arrays={k: res.arrays[k] for k in needed})
+        parts.append(res)
     return _stack(parts)
+
+
+class _Watched(Mapping):
+    """A result's arrays, noting which ones are read."""
+
+    def __init__(self, arrays: Mapping[str, np.ndarray]) -> None:
+        self.arrays, self.used = arrays, set()
+
+    def __getitem__(self, key: str) -> np.ndarray:
+        value = self.arrays[key]
+        self.used.add(key)
+        return value
+
+    def __iter__(self):
+        return iter(self.arrays)
+
+    def __len__(self) -> int:
+        return len(self.arrays)
+
+
+def _arrays_used(res: SimulationResult, keep: str) -> set[str]:
+    """The per-slot arrays that `metrics()` (and `summary()` for keep="summary") read, found by watching them
+    do it on one block, so this stays right whatever those methods come to use."""
+    watched = _Watched(res.arrays)
+    probe = dataclasses.replace(res, arrays=watched)
+    probe.metrics()
+    if keep == "summary":
+        probe.summary()
+    return watched.used
 
 
 def episode_rows(ep: Episodes, rows: slice) -> Episodes:
@@ -178,6 +219,8 @@ class _StackedArrays(Mapping):
         self._parts, self._joined = parts, {}
 
     def __getitem__(self, key: str) -> np.ndarray:
+        if key not in self._parts[0]:
+            raise KeyError(f"{key!r}: the per-slot arrays of this result were not kept (run_policy keep='all')")
         if key not in self._joined:
             self._joined[key] = np.concatenate([p[key] for p in self._parts], axis=0)
         return self._joined[key]
