@@ -57,10 +57,11 @@ listing). A provider absent from a snapshot has 0
 GPUs there and its prices carry over from its previous snapshot (before its first one: from its first one),
 so that a schedule never meets an undefined price; the GPUs say it cannot be rented.
 
-Snapshot gaps. Snapshots come every 29.6 min (median), with 35 gaps over 2 h (up to 5.6 h). The resampler
-of `spotlab.market` treats every observation as holding until the next, so on a slot grid of
-``slot_hours`` availability is the minimum over the slot and prices the time-weighted mean; in a gap the
-last snapshot holds (``gaps="hold"``, default: listings mostly persist between snapshots). With
+Snapshot gaps. Snapshots come every 29.6 min (median), with 35 gaps over 2 h (up to 5.6 h) that together
+span 138 h, 21% of the 658 h. The resampler of `spotlab.market` treats every observation as holding until
+the next, so on a slot grid of ``slot_hours`` availability is the minimum over the slot and prices the
+time-weighted mean; in a gap the last snapshot holds (``gaps="hold"``, default: the same rule as for every
+other trace, and the last thing seen is the best guess; it does flatter persistence forecasts). With
 ``gaps="unavailable"`` a snapshot holds for at most ``max_gap_hours`` (default 1 h, two snapshots' spacing)
 and the rest of a longer gap has no spot GPUs (prices held): the cautious reading that what was not seen
 cannot be rented. Either way the gaps are counted in ``Market.meta`` (``gaps_over_max``, ``gap_hours``).
