@@ -117,6 +117,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="auto: Can't Be Late rules for sky_spot JSON traces, spotlab's for tidy CSVs")
     s.add_argument("--billing", choices=["fractional", "full"], help="override: bill the last slot in full or by use")
     s.add_argument("--safety-net", choices=["strict", "cbl", "off"], help="override the deadline safety net")
+    s.add_argument("--give-up", action="store_true",
+                   help="let the safety net stop a job when finishing it on demand would cost more than its "
+                        "remaining value plus the miss penalty (it then earns -miss-penalty)")
     s.add_argument("--per-run", help="write the per-run summary to this CSV file")
     s.add_argument("--records", help="write the per-slot record to this CSV file")
     s.add_argument("--json", action="store_true", help="print one JSON object (otherwise a short text summary)")
@@ -193,7 +196,9 @@ def _progress_option(parser: argparse.ArgumentParser) -> None:
                         help="progress bar on stderr (default: when stderr is a terminal)")
 
 
-FORECASTING = ("chc", "select")  # policies that learn from the week before each window (select: its CHC members)
+# Policies known not to look at the week before each window: they skip cutting it (30,000 windows: 0.5 GB);
+# every other policy (chc, select, slack_reserve, any new one) gets it.
+NO_HISTORY = ("on_demand", "greedy", "uniform_progress", "prediction_free", "optimal")
 MAX_PRICE = 1e9  # USD per GPU-hour: beyond this a run's cost can overflow to inf
 
 
@@ -282,8 +287,8 @@ def cmd_simulate(args) -> int:
     loaded = load_episodes(args.trace, args.windows, args.zone, args.slot_hours, args.json_convention,
                            args.spot_price, args.on_demand_price, stride_hours=stride,
                            horizon_hours=job.hard_deadline_h,
-                           history_hours=168.0 if args.policy in FORECASTING else 0.0)
-    settings = settings_for(args.semantics, loaded.kind, args.billing, args.safety_net)
+                           history_hours=0.0 if args.policy in NO_HISTORY else 168.0)
+    settings = settings_for(args.semantics, loaded.kind, args.billing, args.safety_net, args.give_up)
     loaded_s = time.perf_counter()
     with Progress(desc=args.policy, unit="slot", enabled=args.progress) as bar:
         block = [(0, 1)]
@@ -310,7 +315,7 @@ def cmd_simulate(args) -> int:
         "windows": str(args.windows) if args.windows else None,
         "stride_hours": stride,
         "slot_hours": loaded.market.slot_hours,
-        "semantics": {"billing": settings.billing, "safety_net": settings.safety_net},
+        "semantics": {"billing": settings.billing, "safety_net": settings.safety_net, "give_up": settings.give_up},
         "job": {"work_hours": args.work_hours, "deadline_hours": job.deadline_h,
                 "hard_deadline_hours": job.hard_deadline_h, "restart_overhead_hours": job.overhead_h,
                 "gpus_min": job.n_min, "gpus_max": job.n_max, "throughput_alpha": args.throughput_alpha,
@@ -460,6 +465,13 @@ PARAM_HELP: dict[str, str] = {
     "warmup": "start from what the pool teaches on the week before the first round",
     "theta": "use spot when its price is at most theta x on-demand",
     "hysteresis_h": "hours to stay on a choice before switching back (None: 2 restart overheads)",
+    "method": "auto: the exact dynamic programme where it applies, else the MILP; dp or milp to force one",
+    "warm_start": "start each MILP from the best baseline schedule (a time-out is then never worse)",
+    "blocks": "at most this many time blocks model the tail from the end of the window to the hard deadline",
+    "floor_restarts": "restarts always kept in reserve (slack in units of the restart overhead)",
+    "prior_rate": "prior spot spells per hour, before the trace's history is seen",
+    "prior_hours": "weight of that prior, in hours of history",
+    "z": "confidence of the upper bound on spells per hour (standard deviations)",
 }
 
 
@@ -467,8 +479,10 @@ def _policy_params(name: str) -> list[tuple[str, str, str]]:
     from .policies import policy_class
     from .registry import init_parameters
 
-    return [(k, repr(p.default), PARAM_HELP.get(f"{name}.{k}", PARAM_HELP.get(k, "")))
-            for k, p in init_parameters(policy_class(name)).items()]
+    cls = policy_class(name)
+    where = f"see the docstring of {cls.__module__}"
+    return [(k, repr(p.default), PARAM_HELP.get(f"{name}.{k}", PARAM_HELP.get(k, where)))
+            for k, p in init_parameters(cls).items()]
 
 
 def _policy_summary(name: str) -> str:

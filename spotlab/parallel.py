@@ -125,6 +125,28 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+class _NoBar:
+    """What `Progress` drives when no bar is shown."""
+
+    disable = True
+    n = 0
+
+    def update(self, n: float = 1) -> None:
+        self.n += n
+
+    def reset(self, total: float | None = None) -> None:
+        self.n = 0
+
+    def refresh(self) -> None:
+        pass
+
+    def set_description_str(self, text: str, refresh: bool = True) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
 class Progress:
     """A tqdm bar on stderr whose elapsed time keeps moving even while one long step runs (a solver, a
     model fit): a user sees that the command works and for how long, and the step it is in.
@@ -134,10 +156,14 @@ class Progress:
 
     def __init__(self, total: float | None = None, desc: str = "", unit: str = "it",
                  enabled: bool | None = None) -> None:
-        from tqdm import tqdm  # the terminal bar: tqdm.auto's notebook detection costs 50 ms of start-up
+        if enabled is None:
+            enabled = sys.stderr.isatty()
+        if enabled:
+            from tqdm import tqdm  # the terminal bar: tqdm.auto's notebook detection costs 50 ms of start-up
 
-        self.bar = tqdm(total=total, desc=desc, unit=unit, disable=None if enabled is None else not enabled,
-                        file=sys.stderr, dynamic_ncols=True, leave=False)
+            self.bar = tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, dynamic_ncols=True, leave=False)
+        else:
+            self.bar = _NoBar()  # not even tqdm's import (40 ms) when nothing is shown
         self._stop = threading.Event()
         self._beat: threading.Thread | None = None
         if not self.bar.disable:

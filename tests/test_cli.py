@@ -117,9 +117,11 @@ def test_every_option_has_help():
 
 def test_policies_list_parameters_with_defaults_and_meaning():
     out = run("policies").stdout
-    assert "theta=0.6" in out and "w=12" in out
+    assert "theta=" in out and "w=" in out
     out = run("policies", "chc").stdout
-    assert "w=12" in out and "look-ahead" in out and "seed=0" in out
+    assert "w=" in out and "look-ahead" in out and "seed=0" in out
+    for line in out.splitlines()[1:]:
+        assert len(line.split(None, 1)) == 2, f"a parameter without its meaning: {line!r}"
     p = run("policies", "nope", check=False)
     assert p.returncode == 2 and "unknown policy 'nope'" in p.stderr
 
