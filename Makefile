@@ -36,7 +36,7 @@ $(SERVER_CONFIG): jupyterlab-settings/jupyter_server_config.json $(STAMP)
 setup: $(STAMP) $(LAB_SETTINGS) $(SERVER_CONFIG)
 
 lab: setup
-	$(VENV)/bin/jupyter lab --notebook-dir=. notebooks/00_throughput_profiles.py
+	$(VENV)/bin/jupyter lab --ServerApp.root_dir=.
 
 reproduce: setup
 	$(PY) -m spotlab.reproduce --out paper_figures --build build $(if $(filter 1,$(QUICK)),--quick,)
