@@ -39,7 +39,8 @@ lab: setup
 	$(VENV)/bin/jupyter lab --ServerApp.root_dir=.
 
 reproduce: setup
-	$(PY) -m spotlab.reproduce --out paper_figures --build build $(if $(filter 1,$(QUICK)),--quick,)
+	$(PY) -m spotlab.reproduce --out paper_figures --build build $(if $(filter 1,$(QUICK)),--quick,) \
+	  || test $$? -eq 130  # interrupted: its one line is enough (make itself dies of the Ctrl-C)
 
 test: setup
 	$(PY) -m pytest -q -n $(JOBS) -p no:cacheprovider
