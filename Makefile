@@ -39,8 +39,7 @@ lab: setup
 	$(VENV)/bin/jupyter lab --ServerApp.root_dir=.
 
 reproduce: setup
-	$(PY) -m spotlab.reproduce --out paper_figures --build build $(if $(filter 1,$(QUICK)),--quick,) \
-	  || test $$? -eq 130  # interrupted: its one line is enough (make itself dies of the Ctrl-C)
+	$(PY) -m spotlab.reproduce --out paper_figures --build build $(if $(filter 1,$(QUICK)),--quick,)
 
 test: setup
 	$(PY) -m pytest -q -n $(JOBS) -p no:cacheprovider
