@@ -62,7 +62,7 @@ sns.set_theme(style="whitegrid", context="notebook")
 out = Path(out_dir)
 out.mkdir(parents=True, exist_ok=True)
 if quick:
-    markets, pool, max_jobs, stride_hours = ["marketplace", "calm", "volatile"], "quick", 3, 6.0
+    markets, pool, max_jobs, stride_hours = ["calm", "volatile"], "quick", 3, 6.0
 save = figs.saver(out, "07")
 spec = setups.JobSpec(deadline_h=deadline_h)
 methods = cmp.default_methods(pool=pool, predictor=predictor, w=w, v=v, solver=solver, n_jobs=n_jobs)
