@@ -205,3 +205,9 @@ def test_help_starts_fast():
     code = "import sys, spotlab.cli; spotlab.cli.build_parser(); print(sorted(m for m in sys.modules if m in " \
            "('pandas', 'sklearn', 'numpy', 'scipy')))"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "[]"
+
+
+def test_simulate_shows_progress_on_request(cbl_args):
+    p = run(*cbl_args, "--policy", "greedy", "--progress")
+    assert "greedy: slots" in p.stderr and "/312" in p.stderr and json.loads(p.stdout)["runs"] == 300
+    assert run(*cbl_args, "--policy", "greedy").stderr == ""  # not a terminal: no bar unless asked
