@@ -92,14 +92,17 @@ def load_episodes(
     return LoadedTrace(market, Episodes.from_windows(market, starts, stops, history), kind)
 
 
-def settings_for(semantics: str, kind: str, billing: str | None = None, safety_net: str | None = None) -> SimSettings:
+def settings_for(semantics: str, kind: str, billing: str | None = None, safety_net: str | None = None,
+                 give_up: bool = False) -> SimSettings:
     """`auto`: a sky_spot trace is simulated with the Can't Be Late simulator's rules (SPEC §3.2),
-    a tidy trace with spotlab's; explicit `billing` / `safety_net` override either."""
+    a tidy trace with spotlab's; explicit `billing` / `safety_net` override either; `give_up` lets the net
+    stop a job not worth finishing on demand."""
     if semantics not in SEMANTICS:
         raise TraceError(f"unknown semantics {semantics!r}; use one of {', '.join(SEMANTICS)}")
     cbl = semantics == "cant-be-late" or (semantics == "auto" and kind == "sky_spot")
     base = SimSettings.cant_be_late() if cbl else SimSettings()
-    return SimSettings(billing=billing or base.billing, safety_net=safety_net or base.safety_net)
+    return SimSettings(billing=billing or base.billing, safety_net=safety_net or base.safety_net,
+                       give_up=bool(give_up))
 
 
 def make_job(

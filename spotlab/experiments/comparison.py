@@ -257,7 +257,7 @@ def selection_run(market: str | Market, spec: setups.JobSpec | None = None, pool
 # ----------------------------------------------------------------------------- main comparison (07)
 
 
-def default_methods(pool: str | Sequence = "default", predictor: str = "seasonal_naive", w: int = 12, v: int = 4,
+def default_methods(pool: str | Sequence = "default", predictor: str = "seasonal_naive", w: int = 12, v: int = 1,
                     solver: str = "glpk", n_jobs: int = 1) -> dict[str, tuple[str, dict[str, Any]]]:
     """The methods of the main comparison: label -> (policy, params). A3's label is `A3_select`.
 
@@ -422,6 +422,8 @@ def comparison_table(jobs: pd.DataFrame) -> pd.DataFrame:
     table["ci95_utility"] = g["utility"].apply(_ci95)
     if "reconfigurations" in jobs.columns:
         table["mean_reconfigurations"] = g["reconfigurations"].mean()
+    if "fallback_rate" in jobs.columns:  # rows written before the column existed read as NaN, not 0
+        table["fallback_rate"] = g["fallback_rate"].mean()
     if "role" in jobs.columns:
         table["role"] = g["role"].first()
     table = table.reset_index()

@@ -442,6 +442,8 @@ def summarize(df: pd.DataFrame, by: Sequence[str] = ("market", "sigma", "method"
     out["ci_lo"] = out["utility"] - half
     out["ci_hi"] = out["utility"] + half
     out["cost_ci"] = tq * out["cost_std"].fillna(0) / np.sqrt(out["n"])
+    if "fallback_rate" in df.columns:
+        out["fallback_rate"] = g["fallback_rate"].mean().to_numpy()
     return out
 
 

@@ -195,6 +195,8 @@ def run_methods(methods: Mapping[str, tuple[str, dict[str, Any]]], episodes: Epi
         df.insert(1, "job", np.arange(len(df)))
         df["policy"] = name
         df["seed"] = seed
+        # share of the policy's decisions that were not its own (a planner's time-outs): every table shows it
+        df["fallback_rate"] = float(res.policy_report.get("fallback_rate", 0.0))
         return df
 
     items = list(methods.items())

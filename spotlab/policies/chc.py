@@ -2,11 +2,11 @@
 
 Every `v` slots (the commitment level) the policy solves the window problem of the next `w` slots from
 the true state (`spotlab.optimum.window`): slot t's availability and price are observed, slots t+1 ..
-t+w-1 are forecast, and the work left at the end of the window has a terminal value. It then commits
-to the first v planned allocations. v = 1 is receding horizon control, v = w fixed horizon control.
-The default is v = 1: with real forecasts a committed plan cannot react to the availability it did not
-foresee (on the volatile synthetic market, 16 jobs with H(n) = n, w=12 with persistence forecasts: mean
-utility 115 at v=1, 51 at v=4, uniform progress 114; notebook 05 maps the whole (w, v) plane).
+t+w-1 are forecast, and a fluid tail from the window's end to the hard deadline prices the work left with
+the spot GPU-hours the market's past leads one to expect there (`_tail`), on-demand GPU-hours and the job's
+value by completion time. It then commits to the first v planned allocations. v = 1 is receding horizon
+control, v = w fixed horizon control. The default is v = 1: with real forecasts a committed plan cannot
+react to the availability it did not foresee (notebook 05 maps the whole (w, v) plane).
 With `averaging=True` it is the CHC of Chen et al. (SIGMETRICS 2016): v fixed-horizon controllers
 re-plan at staggered slots (controller k at t = k mod v) and each slot runs the average of the v
 committed plans (rounded to whole GPUs), which smooths the plan's reaction to one bad forecast.
@@ -15,15 +15,21 @@ Forecasts come from a registered model (`predictor="arima"`, fitted on the trace
 window plus what has been observed since, refitted every `refit_hours`, updated in between) or, for
 sensitivity experiments, from the controlled-error oracle (`predictor="oracle"`, error `sigma`;
 sigma = 0 is perfect foresight). `quantile=q` plans on the GPUs available with probability q
-instead of the point forecast. The reference price of the terminal value is the long-run cost of
-running: over the last `train_hours` observed, the share of slots where spot could host the job at
-its mean price there, and on-demand for the rest [ours].
+instead of the point forecast.
 
-Window problems are solved to a 1% gap by default: the plan is only as good as its forecasts, and on
-multi-GPU jobs a 0.1% gap costs ~25x more time for ~0.2% of utility (benchmarks/bench_chc.py).
-A window solve that fails (time limit without a schedule, solver error) falls back to Uniform Progress
-for that slot; the deadline safety net of the simulator applies to every slot. `report()` says how many
-solves, how long they took and how often the fallback was used.
+Why the tail and not a terminal value [ours]: a terminal value prices the work left at one reference
+price and values it at the earliest possible completion, so the plan defers work it will later have to
+buy on demand, or finish late (on a real H100 zone, CHC with *perfect* window forecasts fell below uniform
+progress that way). With the tail, whole-horizon CHC with perfect forecasts is the optimum
+(`tests/test_chc_quality.py`), and with w = 12 on 36-h jobs it stays within a few percent of the job's
+on-demand cost of the optimum on held-out zones.
+
+Window problems are solved to a 1% gap by default: the plan is only as good as its forecasts. The window
+problem is always feasible (finishing is a soft constraint), so a solver error is raised as a
+`PolicyError`, never hidden; a time limit without any schedule falls back to Uniform Progress for that
+slot and is counted (`report()["fallback_rate"]`, also in the simulator's metrics). The deadline safety net
+of the simulator applies to every slot, and the plans respect it. `report()` says how many solves, how
+long they took and how often the fallback was used.
 """
 
 from __future__ import annotations

@@ -25,12 +25,14 @@ that member's run exactly (same state, same safety net). Members are simulated i
 The normalisation range is [-(miss penalty + N_max on-demand GPUs for the whole horizon at the
 highest on-demand price), V0]: the worst and best a round can end with.
 
-Pools: "default" (15 members: 5 CHC variants spanning w, v and three predictors; 8 prediction-free
-variants spanning theta and sigma; and the two published prediction-free rules, uniform progress and
-greedy, which are A2's extremes — a line to the deadline, and no line at all: which of them is best
-changes from market to market, and with both in the pool A3 can follow whichever it is; it beats them
-where another member is better. The CHC members dominate the cost, a window solve each v slots), "quick" (5 cheap members, for tests), or a list of
-(policy name, params) pairs in Python.
+Pools: "default" (5 members: CHC with w = 12 on persistence and on seasonal-naive forecasts, A2 with its
+defaults, and the two published rules, uniform progress and greedy, which are A2's extremes — a line to
+the deadline, and no line at all: which of them is best changes from market to market). Few members on
+purpose: A3's utility is a mixture of its members', and in the first rounds the weights are still spread,
+so every member must be a reasonable choice on any market; with the baselines in the pool A3 follows
+whichever is best, and beats them where a CHC member is better (on the held-out H100 zones CHC with
+persistence forecasts beat both baselines). "wide" (11 members: more windows, commitments, predictors and
+A2 thresholds) for experiments; "quick" (5 cheap members, for tests); or a list of (policy name, params) pairs in Python.
 """
 
 from __future__ import annotations
@@ -48,19 +50,22 @@ from .base import OnlinePolicy
 
 POOLS: dict[str, list[tuple[str, dict[str, Any]]]] = {
     "default": [
+        ("chc", {"w": 12, "v": 1, "predictor": "persistence"}),
+        ("chc", {"w": 12, "v": 1, "predictor": "seasonal_naive"}),
+        ("prediction_free", {}),
+        ("uniform_progress", {}),
+        ("greedy", {}),
+    ],
+    "wide": [
         ("chc", {"w": 6, "v": 1, "predictor": "persistence"}),
         ("chc", {"w": 12, "v": 1, "predictor": "persistence"}),
         ("chc", {"w": 12, "v": 4, "predictor": "persistence"}),
+        ("chc", {"w": 12, "v": 1, "predictor": "seasonal_naive"}),
         ("chc", {"w": 12, "v": 1, "predictor": "seasonal_naive", "quantile": 0.9}),
         ("chc", {"w": 12, "v": 1, "predictor": "ets"}),
-        ("prediction_free", {"theta": 0.5, "sigma": 0.8}),
-        ("prediction_free", {"theta": 1.0, "sigma": 0.8}),
+        ("prediction_free", {}),
         ("prediction_free", {"theta": 0.5, "sigma": 0.9}),
-        ("prediction_free", {"theta": 1.0, "sigma": 0.9}),
-        ("prediction_free", {"theta": 0.5, "sigma": 1.0}),
         ("prediction_free", {"theta": 1.0, "sigma": 1.0}),
-        ("prediction_free", {"theta": 0.7, "sigma": 0.7}),
-        ("prediction_free", {"theta": 0.3, "sigma": 0.9}),
         ("uniform_progress", {}),
         ("greedy", {}),
     ],
@@ -83,7 +88,7 @@ def _replay(name: str, params: dict[str, Any], episodes, job, settings, seed: in
     from . import make_policy
 
     res = simulate(make_policy(name, params), episodes, job, settings, seed)
-    return res.arrays["o"], res.arrays["s"], res.utility
+    return res.arrays["o"], res.arrays["s"], res.utility, float(res.policy_report.get("fallback_rate", 0.0))
 
 
 ALGORITHMS = ("adahedge", "hedge", "exp3")
@@ -153,8 +158,9 @@ class Select(OnlinePolicy):
         runs = Parallel(n_jobs=worker_count(self.n_jobs))(
             delayed(_replay)(n, p, e, job, ctx.settings, ctx.seed) for e in sets for n, p in members)
         k = len(members)
-        U = np.stack([u for _, _, u in runs[:k]], axis=1)  # (rounds, K)
-        warm = np.stack([u for _, _, u in runs[k:]], axis=1) if warm_ep is not None else None
+        U = np.stack([r[2] for r in runs[:k]], axis=1)  # (rounds, K)
+        warm = np.stack([r[2] for r in runs[k:]], axis=1) if warm_ep is not None else None
+        self.member_fallback_ = np.array([r[3] for r in runs[:k]])
         od_max = float(np.nanmax(ep.od_price))
         lo = -(max(job.miss_penalty, 0.0) + job.n_max * od_max * ctx.horizon * ep.slot_hours)
         hi = max(job.value, lo + 1e-9)
@@ -202,6 +208,9 @@ class Select(OnlinePolicy):
             "chosen_counts": [int(c) for c in np.bincount(run.chosen, minlength=U.shape[1])],
             "final_weights": [float(v) for v in run.probabilities[-1]],
             "warmup_rounds": int(getattr(self, "warmup_rounds_", 0)),
+            # the members' fallback rates, weighted by how often each was chosen
+            "member_fallback_rate": [float(v) for v in self.member_fallback_],
+            "fallback_rate": float(np.bincount(run.chosen, minlength=U.shape[1]) @ self.member_fallback_ / len(run.chosen)),
             "seed": int(run.seed),
         }
 
