@@ -53,7 +53,7 @@ def _selection(path, rounds=270, slope=0.31):
 
 def test_missing_files_are_not_run(tmp_path):
     got = claims.evaluate(tmp_path)
-    assert [c.id for c in got] == ["1", "2", "2m", "3", "4", "5", "6", "7", "7m", "8", "C1", "C2"]
+    assert [c.id for c in got] == ["1", "2", "2m", "3", "4", "5", "6", "7", "7m", "8", "8b", "C1", "C2"]
     assert {c.verdict for c in got} == {"not run"}
 
 
@@ -149,7 +149,7 @@ def test_write_report(tmp_path):
     assert "[00_throughput_vs_gpus.png](00_throughput_vs_gpus.png)" in text
     assert "![" in text and "**deviates**" in text and "**not run**" in text
     rows = [ln for ln in text.splitlines() if ln.startswith("| ") and "**" in ln]
-    assert len(rows) == 12 and all(ln.count(" | ") == 4 for ln in rows)
+    assert len(rows) == 13 and all(ln.count(" | ") == 4 for ln in rows)
 
 
 def test_write_report_reads_log_and_full_mode(tmp_path):
@@ -180,7 +180,7 @@ def test_reproduce_writes_the_report(tmp_path, monkeypatch):
 def test_every_claim_survives_garbage(tmp_path, fn):
     for name in ("00_fits.csv", "02_best_models.csv", "03_key_numbers.csv", "04_utility_table.csv",
                  "05_best_cells.csv", "05_utility_heatmap.csv", "07_improvement.csv", "01b_crosscheck.csv",
-                 "08_key_numbers.csv", "09_jct_by_source.csv"):
+                 "08_key_numbers.csv", "09_jct_by_source.csv", "01c_leaderboard.csv"):
         (tmp_path / name).write_text("a,b\n1,2\n")
     (tmp_path / "06_selection_summary.json").write_text("[1, 2")
     assert fn(tmp_path).verdict == "cannot compare"

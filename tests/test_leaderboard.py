@@ -224,3 +224,31 @@ def test_slack_reserve_bad_parameters(params):
     job = make_job(10, 30)
     with pytest.raises(PolicyError, match="slack_reserve"):
         simulate(make_policy("slack_reserve", params), Episodes.from_markets([_market(np.ones(200, dtype=int))]), job)
+
+
+# ------------------------------------------------------------------------------------ the claims report
+
+
+def _table(path, ours_cost, met=1.0, complete=True):
+    s = pd.DataFrame([{"policy": "slack_reserve", "source": "spotlab", "runs": lb.RUNS, "complete": complete,
+                       "mean_cost": ours_cost, "deadline_met_fraction": met, "deadline_misses": 0,
+                       "score": lb.score(ours_cost), "fallback_rate": np.nan, "peer_mean_cost": np.nan},
+                      {"policy": "optimal", "source": "spotlab", "runs": 18, "complete": False, "mean_cost": 70.0,
+                       "deadline_met_fraction": 1.0, "deadline_misses": 0, "score": lb.score(70.0),
+                       "fallback_rate": np.nan, "peer_mean_cost": np.nan}])
+    lb.with_peers(s).to_csv(path / "01c_leaderboard.csv", index=False)
+
+
+def test_claim_holds_below_gepa_with_every_deadline_met(tmp_path):
+    from spotlab import claims
+
+    _table(tmp_path, 95.0)
+    c = claims.leaderboard(tmp_path)
+    assert c.verdict == "holds" and "slack_reserve" in c.ours and "GEPA" in c.detail and "subset" in c.detail
+    _table(tmp_path, 99.0)
+    c = claims.leaderboard(tmp_path)
+    assert c.verdict == "deviates" and "below ShinkaEvolve" in c.detail
+    _table(tmp_path, 90.0, met=0.95)  # cheaper but missing deadlines does not count
+    assert claims.leaderboard(tmp_path).verdict == "deviates"
+    _table(tmp_path, 90.0, complete=False)
+    assert claims.leaderboard(tmp_path).verdict == "cannot compare"
