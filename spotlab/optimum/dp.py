@@ -1,6 +1,14 @@
-"""The exact offline optimum of a job on a fixed GPU count, by dynamic programming over all windows at once.
+"""Exact offline optima by dynamic programming where the structure allows it, and a Lagrangian bound.
 
-When `N_min == N_max = N` (the Can't Be Late setting is N = 1) every running slot has the same throughput
+- `FixedCountDP`: a fixed GPU count (N_min = N_max; the Can't Be Late single instance), all windows at once.
+- `WorkLatticeDP`: any GPU range when every slot's work is a whole multiple of one quantum (one window).
+- `AllocationRelaxation`: for any job, an upper bound on the optimum and near-optimal schedules (the MILP's
+  warm start and outside bound when no DP applies). `exact_dp` picks the DP that applies.
+
+All three follow the simulator's rules (`simulator.py`) and the MILP's value and billing conventions
+(`model.py`), and return `OptimumResult`s like `OptimumProblem.solve_window`.
+
+Fixed GPU count. When `N_min == N_max = N` (the Can't Be Late setting is N = 1) every running slot has the same throughput
 `h = H(N)`, so the work done by the start of slot t is `h * (t*slot - lost)`, where `lost` is the time
 not spent working: idle slots and paid restart overhead. The simulator pays the overhead
 `min(pending, slot)` per running slot, with `pending = delta` after a reconfiguration, so with
