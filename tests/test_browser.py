@@ -9,6 +9,7 @@ the command to run. Notebook 00 is the quick one (analytical profiles: seconds).
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import secrets
 import shutil
@@ -52,16 +53,23 @@ def _free_port() -> int:
 
 
 @pytest.fixture
-def lab():
-    """A JupyterLab server of this venv on 127.0.0.1 with the project's settings; yields (base URL, token)."""
+def lab(tmp_path):
+    """A JupyterLab server of this venv on 127.0.0.1 with the project's settings; yields (base URL, token).
+
+    Autosave is switched off on top of the project's settings: the test runs the repository's own notebook
+    and must never write it back."""
     pytest.importorskip("jupyterlab")
+    if INSTALLED.is_file():  # what `make setup` installed is the project's file
+        assert INSTALLED.read_text() == SETTINGS.read_text(), f"{INSTALLED} differs from {SETTINGS}: run make setup"
+    settings = json.loads(SETTINGS.read_text())
+    settings.setdefault("@jupyterlab/docmanager-extension:plugin", {})["autosave"] = False
+    (tmp_path / "overrides.json").write_text(json.dumps(settings))
     port, token = _free_port(), secrets.token_hex(16)
     cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
-           f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={ROOT}", "--LabApp.expose_app_in_browser=True"]
+           f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={ROOT}", "--LabApp.expose_app_in_browser=True",
+           f"--LabApp.app_settings_dir={tmp_path}"]
     if os.geteuid() == 0:
         cmd.append("--allow-root")
-    if not (INSTALLED.is_file() and INSTALLED.read_text() == SETTINGS.read_text()):  # `make setup` not run
-        cmd.append(f"--LabApp.app_settings_dir={SETTINGS.parent}")
     if not (SERVER_INSTALLED.is_file() and SERVER_INSTALLED.read_text() == SERVER_CONFIG.read_text()):
         cmd.append("--ServerApp.contents_manager_class=spotlab.lab.NotebookContentsManager")
     log = open(Path(os.environ.get("TMPDIR", "/tmp")) / f"spotlab-lab-{port}.log", "w")
