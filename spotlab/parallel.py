@@ -43,8 +43,6 @@ def stop_on_sigterm() -> None:
     """Make SIGTERM raise `Interrupted` in the main thread (as Ctrl-C raises KeyboardInterrupt)."""
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _raise_interrupted)
-    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:  # inherited from a parent that ignores it
-        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def descendants(pid: int | None = None) -> list[int]:
