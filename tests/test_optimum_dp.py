@@ -13,7 +13,8 @@ from spotlab.errors import PolicyError, SolverError
 from spotlab.job import Job, Throughput
 from spotlab.market import Market
 from spotlab.optimum import OptimumProblem, solve_optimum
-from spotlab.optimum.dp import AllocationRelaxation, FixedCountDP, WorkLatticeDP, dp_applies, lost_levels, work_quantum
+from spotlab.optimum.dp import (AllocationRelaxation, FixedCountDP, ParetoLabelDP, TooManyLabels, WorkLatticeDP,
+                               dp_applies, lost_levels, work_quantum)
 from spotlab.policies import make_policy
 from spotlab.simulator import SimSettings, horizon_slots, simulate
 
@@ -227,7 +228,9 @@ def test_optimal_policy_method_and_report():
     assert a.report()["method"] == "dp" and b.report()["method"] == "milp"  # q = 1/8: the work-lattice DP
     assert ra.utility[0] == pytest.approx(rb.utility[0], abs=1e-6)
     assert b.report()["worst_gap"] is not None and b.report()["worst_gap"] <= 1e-6
-    odd = Job(work=3.0, deadline_h=4.0, n_min=1, n_max=2, throughput=Throughput(1.0, 0.1234567891))
+    # not on a lattice and a negative value (V then rises after d: the label DP's dominance fails)
+    odd = Job(work=3.0, deadline_h=4.0, hard_deadline_h=5.0, n_min=1, n_max=2,
+              throughput=Throughput(1.0, 0.1234567891), value=-5.0)
     with pytest.raises(PolicyError, match="no exact DP"):
         simulate(make_policy("optimal", {"method": "dp"}), mk, odd)
     with pytest.raises(PolicyError, match="method"):
@@ -249,3 +252,68 @@ def test_warm_start_is_never_worse_than_the_baselines():
     r = pol.results_[0]
     assert r.bound is not None and r.bound >= r.objective - 1e-6 and r.gap is not None
     assert pol.report()["worst_gap"] == pytest.approx(r.gap)
+
+
+@st.composite
+def any_instances(draw):
+    """Multi-GPU jobs with any throughput (floats, tables), overhead up to more than a slot, value >= 0."""
+    T = draw(st.integers(3, 9))
+    n_max = draw(st.integers(2, 3))
+    n_min = draw(st.integers(1, n_max))
+    dt = draw(st.sampled_from([0.5, 1.0]))
+    delta = draw(st.sampled_from([0.0, 0.2, 0.7, 1.3]))
+    if draw(st.booleans()):
+        hs = np.cumsum(sorted(draw(st.lists(st.floats(0.5, 3.0), min_size=n_max, max_size=n_max))))
+        tp = Throughput.from_table({k + 1: float(hs[k]) for k in range(n_max)})
+    else:
+        tp = Throughput(alpha=draw(st.floats(0.5, 2.0)), beta=draw(st.floats(0.0, 0.5)))
+    rate = float(tp(n_max))
+    hard = T * dt - draw(st.sampled_from([0.0, 0.0, 0.3 * dt]))
+    room = np.floor(hard / dt + 1e-9) * dt - delta
+    assume(room > 0.1)
+    work = draw(st.floats(0.05, 1.0)) * room * rate
+    soft = draw(st.floats(min(hard, work / rate + delta), hard))
+    value = draw(st.one_of(st.just(0.0), st.floats(0.5, 40.0)))
+    job = Job(work=work, deadline_h=soft, hard_deadline_h=hard, n_min=n_min, n_max=n_max, overhead_h=delta,
+              throughput=tp, value=value, miss_penalty=draw(st.one_of(st.just(0.0), st.floats(0.5, 20.0))))
+    avail = np.array(draw(st.lists(st.integers(0, n_max), min_size=T, max_size=T)))
+    sp = np.array(draw(st.lists(st.floats(0.1, 3.5), min_size=T, max_size=T)))
+    od = draw(st.sampled_from([np.full(T, 3.0), np.linspace(2.0, 4.0, T)]))
+    mk = Market(avail=avail, spot_price=sp, od_price=od, slot_hours=dt, requested=n_max)
+    return job, mk, draw(st.booleans()), draw(st.sampled_from(["fractional", "full"]))
+
+
+@settings(max_examples=int(os.environ.get("SPOTLAB_HYPOTHESIS_EXAMPLES", 40)), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(any_instances())
+def test_label_dp_equals_the_milp_and_the_replayed_utility(case):
+    job, mk, must_finish, billing = case
+    H = horizon_slots(job, mk.slot_hours)
+    args = (mk.avail[:H], mk.spot_price[:H], mk.od_price[:H])
+    dp = ParetoLabelDP(job, H, mk.slot_hours, must_finish, billing)
+    try:
+        milp = OptimumProblem(job, H, mk.slot_hours, must_finish, billing).solve_window(*args, "highs", **EXACT)
+    except SolverError as exc:
+        assert "infeasible" in str(exc)
+        with pytest.raises(SolverError, match="infeasible"):
+            dp.solve_window(*args)
+        return
+    assume(milp.status == "optimal")
+    res = dp.solve_window(*args)
+    assert res.objective == pytest.approx(milp.objective, **TOL)
+    replay = simulate(Plan(res.o, res.s), mk, job, SimSettings(billing=billing, safety_net="off"))
+    if billing == "fractional":
+        assert replay.utility[0] == pytest.approx(res.objective, rel=1e-9, abs=1e-9)
+    else:
+        assert replay.utility[0] >= res.objective - 1e-9
+
+
+def test_label_dp_gives_up_and_the_milp_takes_over():
+    job = Job(work=3.0, deadline_h=4.0, n_min=1, n_max=2, overhead_h=0.3, throughput=Throughput(1.0, 0.123456789))
+    mk = Market(avail=np.array([2, 0, 2, 2, 1, 0]), spot_price=np.linspace(0.5, 1.5, 6), od_price=np.full(6, 3.0),
+                slot_hours=1.0, requested=2)
+    with pytest.raises(TooManyLabels):
+        ParetoLabelDP(job, 4, 1.0, max_labels=1).solve_window(mk.avail, mk.spot_price, mk.od_price)
+    pol = make_policy("optimal", {"n_jobs": 1})
+    simulate(pol, mk, job)
+    assert pol.report()["method"] == "dp" and pol.results_[0].solver == "dp"

@@ -26,7 +26,7 @@ from tqdm.auto import tqdm
 
 from ..errors import PolicyError
 from ..optimum import OptimumProblem
-from ..optimum.dp import AllocationRelaxation, FixedCountDP, exact_dp
+from ..optimum.dp import AllocationRelaxation, FixedCountDP, ParetoLabelDP, TooManyLabels, exact_dp
 from ..optimum.solve import DEFAULT_GAP
 from ..parallel import worker_count
 from ..registry import Params
@@ -35,9 +35,16 @@ from ..simulator import Context, Observation
 METHODS = ("auto", "dp", "milp")
 
 
-def _solve_chunk(problem, avail, sp, od, solver, time_limit, mip_gap, incumbents, relax: bool):
+def _solve_chunk(problem, avail, sp, od, solver, time_limit, mip_gap, incumbents, relax: bool, fallback=None):
+    """Solve windows one by one: an exact DP (`fallback`, the MILP, where the label DP gives up) or the MILP."""
     if not isinstance(problem, OptimumProblem):  # an exact DP
-        return [problem.solve_window(a, p, q) for a, p, q in zip(avail, sp, od)]
+        out = []
+        for a, p, q, inc in zip(avail, sp, od, incumbents):
+            try:
+                out.append(problem.solve_window(a, p, q))
+            except TooManyLabels:
+                out.extend(_solve_chunk(fallback, [a], [p], [q], solver, time_limit, mip_gap, [inc], relax))
+        return out
     out = []
     for a, p, q, inc in zip(avail, sp, od, incumbents):
         bound, left = None, time_limit
@@ -84,7 +91,6 @@ class Optimal(Params):
     def reset(self, ctx: Context) -> None:
         ep, H = ctx.episodes, ctx.horizon
         dp = self._exact(ctx)
-        self.used_ = "milp" if dp is None else "dp"
         if isinstance(dp, FixedCountDP):
             results = dp.solve_windows(ep.avail[:, :H], ep.spot_price[:, :H], ep.od_price[:, :H])
         else:
@@ -97,15 +103,15 @@ class Optimal(Params):
         """One window at a time (in parallel over chunks of windows): the work-lattice DP or the MILP."""
         ep, H = ctx.episodes, ctx.horizon
         W = ep.n
-        if dp is not None:
-            problem, incumbents = dp, [None] * W
-        else:
-            problem = OptimumProblem(ctx.job, H, ep.slot_hours, self.must_finish, ctx.settings.billing)
-            incumbents = baseline_schedules(ctx) if self.warm_start else [None] * W
+        milp = OptimumProblem(ctx.job, H, ep.slot_hours, self.must_finish, ctx.settings.billing)
+        problem = milp if dp is None else dp
+        # the label DP may give up on a window (too many labels): the MILP's warm starts are then ready too
+        wants_start = self.warm_start and (dp is None or isinstance(dp, ParetoLabelDP))
+        incumbents = baseline_schedules(ctx) if wants_start else [None] * W
         jobs = 1 if W < 4 else worker_count(self.n_jobs)
         chunks = np.array_split(np.arange(W), max(1, min(W, 4 * (2 if jobs == -1 else max(jobs, 1)))))
         args = [(problem, ep.avail[c, :H], ep.spot_price[c, :H], ep.od_price[c, :H], self.solver, self.time_limit,
-                 self.mip_gap, [incumbents[i] for i in c], self.warm_start) for c in chunks if c.size]
+                 self.mip_gap, [incumbents[i] for i in c], self.warm_start, milp) for c in chunks if c.size]
         if jobs == 1:
             parts = (_solve_chunk(*a) for a in args)
         else:
@@ -122,8 +128,10 @@ class Optimal(Params):
         status = [r.status for r in self.results_]
         gaps = [r.gap for r in self.results_]
         known = [g for g in gaps if g is not None]
-        return {"method": self.used_, "solver": "dp" if self.used_ == "dp" else self.solver,
-                "mip_gap": 0.0 if self.used_ == "dp" else self.mip_gap,
+        by_dp = sum(r.solver == "dp" for r in self.results_)
+        method = "dp" if by_dp == len(self.results_) else ("milp" if by_dp == 0 else "dp+milp")  # label DP gave up
+        return {"method": method, "solver": "dp" if method == "dp" else self.solver,
+                "mip_gap": 0.0 if method == "dp" else self.mip_gap, "windows_dp": by_dp,
                 "windows_optimal": status.count("optimal"), "windows_time_limit": status.count("time_limit"),
                 "worst_gap": float(max(known)) if len(known) == len(gaps) and known else None,
                 "solve_seconds": round(float(sum(r.seconds for r in self.results_)), 2)}
