@@ -115,7 +115,9 @@ def test_optimum_is_exact_and_beats_every_online_policy(case):
     a = solve_optimum(*args, solver="glpk", must_finish=must_finish, **EXACT)
     b = solve_optimum(*args, solver="highs", must_finish=must_finish, **EXACT)
     assert a.status == b.status == "optimal"
-    assert a.objective == pytest.approx(b.objective, **TOL)
+    # GLPK's integrality tolerance (1e-5 on counts) reaches the objective through prices and values: on a job
+    # whose work just fits two GPUs it was 9e-5 off HiGHS and the exact DP, which agree
+    assert a.objective == pytest.approx(b.objective, rel=1e-6, abs=2e-4)
     pol = make_policy("optimal", {"solver": "highs", "mip_gap": 1e-9, "must_finish": must_finish})
     opt = simulate(pol, mk, job)
     best = opt.utility[0]

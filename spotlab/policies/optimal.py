@@ -18,6 +18,7 @@ bound is also kept: a time-out is never worse than a baseline, and `report()` ca
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 
 import numpy as np
@@ -100,7 +101,7 @@ class Optimal(Params):
         self.results_ = results
 
     def _solve_each(self, ctx: Context, dp) -> list:
-        """One window at a time (in parallel over chunks of windows): the work-lattice DP or the MILP."""
+        """One window at a time (in parallel over chunks of windows when that pays): a DP or the MILP."""
         ep, H = ctx.episodes, ctx.horizon
         W = ep.n
         milp = OptimumProblem(ctx.job, H, ep.slot_hours, self.must_finish, ctx.settings.billing)
@@ -108,16 +109,28 @@ class Optimal(Params):
         # the label DP may give up on a window (too many labels): the MILP's warm starts are then ready too
         wants_start = self.warm_start and (dp is None or isinstance(dp, ParetoLabelDP))
         incumbents = baseline_schedules(ctx) if wants_start else [None] * W
+
+        def chunk_args(idx):
+            return (problem, ep.avail[idx, :H], ep.spot_price[idx, :H], ep.od_price[idx, :H], self.solver,
+                    self.time_limit, self.mip_gap, [incumbents[i] for i in idx], self.warm_start, milp)
+
+        results, rest = [], np.arange(W)
         jobs = 1 if W < 4 else worker_count(self.n_jobs)
-        chunks = np.array_split(np.arange(W), max(1, min(W, 4 * (2 if jobs == -1 else max(jobs, 1)))))
-        args = [(problem, ep.avail[c, :H], ep.spot_price[c, :H], ep.od_price[c, :H], self.solver, self.time_limit,
-                 self.mip_gap, [incumbents[i] for i in c], self.warm_start, milp) for c in chunks if c.size]
+        if dp is not None and jobs != 1:
+            # a DP window often takes milliseconds, less than starting worker processes: time the first one
+            started = time.perf_counter()
+            results = _solve_chunk(*chunk_args(rest[:1]))
+            if (time.perf_counter() - started) * (W - 1) < 5.0:
+                jobs = 1
+            rest = rest[1:]
+        chunks = np.array_split(rest, max(1, min(rest.size, 4 * (2 if jobs == -1 else max(jobs, 1)))))
+        args = [chunk_args(c) for c in chunks if c.size]
         if jobs == 1:
             parts = (_solve_chunk(*a) for a in args)
         else:
             parts = Parallel(n_jobs=jobs, return_as="generator")(delayed(_solve_chunk)(*a) for a in args)
-        results = []
-        with tqdm(total=W, desc="optimum", unit="window", disable=None if W >= 8 else True, leave=False) as bar:
+        with tqdm(total=W, initial=len(results), desc="optimum", unit="window", disable=None if W >= 8 else True,
+                  leave=False) as bar:
             for part in parts:
                 results.extend(part)
                 bar.update(len(part))
