@@ -8,7 +8,8 @@
 2. Single windows over 48, 168 and 720 slots: the V100 single instance (work = 85% of the horizon) and an H100
    job (N_min=2..N_max=8, H(n) = n + 0.5, 0.25 h overhead, value 500, soft deadline at 80% of the horizon, hard
    at its end) on 10-minute slots, plus the H100 job on 168 hourly slots (a week). Per instance: the exact DP
-   where one applies; the MILP's build and compile (once per job and horizon); GLPK and HiGHS cold (the previous
+   that `optimal` uses (`exact_dp`: fixed count, work lattice, or Pareto labels; the 720-slot H100 job takes
+   the label DP a few minutes); the MILP's build and compile (once per job and horizon); GLPK and HiGHS cold (the previous
    way); and the `optimal` policy's MILP path ("warm": HiGHS started from the best baseline / Lagrangian
    schedule, with the Lagrangian bound; its seconds include the relaxation), with status and proven gap.
    Ratios are HiGHS seconds / DP seconds (a time limit counts as its seconds: the ratio is then a lower bound).
