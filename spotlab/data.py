@@ -25,6 +25,7 @@ import os
 import re
 import tarfile
 import tempfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -321,17 +322,20 @@ def _read_members(tar: tarfile.TarFile, members: list[str], source: Source) -> d
     top-level folder (``<top>/member``), as archives often have. A missing one is named."""
     wanted = set(members)
     found: dict[str, bytes] = {}
-    for info in tar:
-        if not info.isfile():
-            continue
-        name = info.name.removeprefix("./")
-        key = name if name in wanted else name.partition("/")[2]
-        if key in wanted and key not in found:
-            fh = tar.extractfile(info)
-            assert fh is not None
-            found[key] = fh.read()
-            if len(found) == len(wanted):
-                break
+    try:
+        for info in tar:
+            if not info.isfile():
+                continue
+            name = info.name.removeprefix("./")
+            key = name if name in wanted else name.partition("/")[2]
+            if key in wanted and key not in found:
+                fh = tar.extractfile(info)
+                assert fh is not None
+                found[key] = fh.read()
+                if len(found) == len(wanted):
+                    break
+    except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:  # a truncated or corrupt archive
+        raise _Unavailable(f"the archive {source.path} is damaged ({type(exc).__name__}: {exc}).") from None
     missing = [m for m in members if m not in found]
     if missing:
         raise _Unavailable(f"the archive {source.path} has no file {missing[0]}"

@@ -252,3 +252,15 @@ def test_claim_holds_below_gepa_with_every_deadline_met(tmp_path):
     assert claims.leaderboard(tmp_path).verdict == "deviates"
     _table(tmp_path, 90.0, complete=False)
     assert claims.leaderboard(tmp_path).verdict == "cannot compare"
+
+
+def test_a_damaged_archive_is_one_clear_error(small_archive, tmp_path):
+    served = tmp_path / "served" / "someone" / "traces" / ("0" * 40) / "res" / "traces.tar.gz"
+    blob = served.read_bytes()
+    cut = blob[: len(blob) // 2]
+    bad_src = Source(Repo("someone", "traces", "0" * 40), "res/cut.tar.gz", _sha(cut))
+    (served.parent / "cut.tar.gz").write_bytes(cut)
+    data.REGISTRY["x/cut.json"] = Entry("x/cut.json", "member", "0" * 64, source=bad_src,
+                                        member="real/nothing.json")
+    with pytest.raises(DataNotFoundError, match=r"res/cut.tar.gz (is damaged|has no file)"):
+        data.dataset_path("x/cut.json", base_url=small_archive["url"])
