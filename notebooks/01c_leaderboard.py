@@ -39,9 +39,9 @@ other_windows = True  # also the 300 random-start windows of us-west-2a_v100_1 a
 import json
 from pathlib import Path
 
-import matplotlib
+from spotlab.experiments.figures import project_path
 
-matplotlib.use("Agg")
+out_dir = str(project_path(out_dir))  # relative: under the project root, wherever the notebook runs
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd

@@ -166,7 +166,7 @@ def test_reproduce_writes_the_report(tmp_path, monkeypatch):
     (nbs / "00_fake.py").write_text("# fake\n")
     out = tmp_path / "out"
 
-    def fake_run(src, build, out_dir, quick, extra=None, force=False):
+    def fake_run(src, build, out_dir, quick, extra=None, force=False, **kwargs):
         _fits(out_dir)
         return {"notebook": src.stem, "status": "cached", "seconds": 0.0}
 
