@@ -116,6 +116,11 @@ class Snapshot:
 
 
 def _open_text(path: Path) -> list[str]:
+    return read_trace_text(path).splitlines()
+
+
+def read_trace_text(path: Path) -> str:
+    """A trace file's text, gzip or not, with one clear error for what cannot be read (shared with `traces`)."""
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
@@ -128,7 +133,7 @@ def _open_text(path: Path) -> list[str]:
         except (OSError, EOFError) as exc:
             raise TraceError(f"{path}: corrupt gzip file ({exc})") from None
     try:
-        return raw.decode("utf-8").splitlines()
+        return raw.decode("utf-8")
     except UnicodeDecodeError:
         raise TraceError(f"{path}: not a UTF-8 text file") from None
 

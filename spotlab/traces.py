@@ -25,28 +25,13 @@ import pandas as pd
 
 from .errors import TraceError
 from .market import Market, Observations
-from .marketplace import is_marketplace_file, load_marketplace_observations, marketplace_zones
+from .marketplace import is_marketplace_file, load_marketplace_observations, marketplace_zones, read_trace_text
 
 TIDY_COLUMNS = ("time", "zone", "requested", "available", "spot_price", "on_demand_price")
 CONVENTIONS = ("preempted", "available")
 
 
-def _read_text(path: Path) -> str:
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise TraceError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise TraceError(f"{path}: is a directory, expected a trace file") from None
-    if raw[:2] == b"\x1f\x8b":
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError) as exc:
-            raise TraceError(f"{path}: corrupt gzip file ({exc})") from None
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise TraceError(f"{path}: not a UTF-8 text file") from None
+_read_text = read_trace_text  # gzip or plain, one clear error for what cannot be read
 
 
 def _read_csv_strings(path: Path) -> pd.DataFrame:
