@@ -6,7 +6,8 @@ The kinds of entries, so that a download is either byte-exact or refused with a 
 - ``rebuild``: a tidy CSV under ``markets/`` re-derived from pinned source files (each checked on download);
   ``sha256`` is that of the *decompressed* CSV and is checked after the rebuild (values of markets/SHA256SUMS).
 - ``member``: one member of a pinned tar archive (``source`` is the archive, ``member`` its path inside it);
-  the archive is fetched and checked against its sha256, then the member against ``sha256``.
+  the archive is fetched and checked against its sha256, then the member against ``sha256``. A ``relpath``
+  ending in ``.gz`` for a member that does not keeps it gzip-compressed (``sha256`` is still the member's).
 - ``windows``: a table of window slices derived from the window files inside a pinned archive
   (``windows`` says which); ``sha256`` is that of the table and is checked after the rebuild.
 - ``local``: cannot be fetched from here; ``reason`` says why. ``sha256`` is still given where known so a
@@ -102,6 +103,16 @@ ADRS = Repo("UCB-ADRS", "ADRS-Leaderboard", "f856497ded0c34c97323730f2012a2767b1
 # licence text travels with the data (markets/gpu-price-tracker/LICENSE; upstream LICENSE at this commit).
 GPU_PRICE_TRACKER = Repo("tugot17", "gpu-price-tracker", "718a831c495f202f8c290d290b1f652aa7ed70d9")
 
+# Job-level GPU cluster traces (spotlab.cluster.job_table); each folder's README in the shared data names the source.
+ALIBABA_GPU_2023 = Repo("alibaba", "clusterdata", "50a91c7c74abe3b658188dc78ac1dd302970d40c")
+POLLUX_ARTIFACT = Repo("petuum", "adaptdl", "c793c7089bd307462686339d29707925c461f9a9")  # branch osdi21-artifact
+GEN_PARALLEL_WORKLOADS = Repo("DIR-LAB", "Gen-Parallel-Workloads", "c1b61aa993df914b57e7be002e649c3718386e65")
+ELASTICFLOW_TRACES = Repo("microsoft", "elasticflow-traces", "277ed24d0e908c31a1c98145819e2e3853d8ac00")
+# Microsoft ITP 2021 (MIT License, Copyright (c) Microsoft Corporation): one archive of cluster01..10.csv and a
+# LICENSE; the sha256 is from the README of traces/microsoft-itp-2021 (no local copy of the archive to hash).
+ITP_ARCHIVE = Source(ELASTICFLOW_TRACES, "data/raw-traces.tar.gz",
+                     "67398e1a89245c50ae0881bf997e6cda0c95f9f47980af5bc56d67998965669f")
+
 CSV_HEADER = "time,cloud,zone,gpu,requested,available,spot_price,on_demand_price"
 
 
@@ -156,6 +167,17 @@ def _gpu_price_tracker(gpu: str, sha256: str) -> Entry:
     """``markets/gpu-price-tracker/<gpu>.jsonl.gz`` = ``data/summary/<gpu>.jsonl`` at the pinned commit, gzip'd."""
     return Entry(f"markets/gpu-price-tracker/{gpu}.jsonl.gz", "gzip", sha256,
                  source=Source(GPU_PRICE_TRACKER, f"data/summary/{gpu}.jsonl", sha256))
+
+
+def _gzip_trace(relpath: str, repo: Repo, path: str, sha256: str) -> Entry:
+    """A job trace kept gzip'd under ``traces/`` (sha256 of the source's bytes, i.e. of the decompressed file)."""
+    return Entry(f"traces/{relpath}", "gzip", sha256, source=Source(repo, path, sha256))
+
+
+def _itp_cluster(number: int, sha256: str) -> Entry:
+    """``clusterNN.csv`` of the ITP archive, kept gzip'd; ``sha256`` is that of the CSV in the archive."""
+    name = f"cluster{number:02d}.csv"
+    return Entry(f"traces/microsoft-itp-2021/{name}.gz", "member", sha256, source=ITP_ARCHIVE, member=name)
 
 
 def _local(relpath: str, sha256: str | None, reason: str) -> Entry:
@@ -259,6 +281,32 @@ _ENTRIES: tuple[Entry, ...] = (
         source=Source(Repo("alibaba", "clusterdata", "1d729891010857ac8edc60881beaa582fec94ae2"),
                       "cluster-trace-gpu-v2020/analysis/philly_runtime.csv",
                       "e99015baaea66833ebeac68d27c994aa13d83847f73b4a7c7dc71fe94b395247"),
+    ),
+    Entry(
+        "traces/alibaba-gpu-v2023/openb_node_list_gpu_node.csv", "verbatim",
+        "2beca64b4d3dfa342036a34b56a495c6cef9225db836c81f541282cb1df320b5",
+        source=Source(ALIBABA_GPU_2023, "cluster-trace-gpu-v2023/csv/openb_node_list_gpu_node.csv",
+                      "2beca64b4d3dfa342036a34b56a495c6cef9225db836c81f541282cb1df320b5"),
+    ),
+    # --- traces/: job-level GPU cluster traces (spotlab.cluster.job_table), gzip'd copies of repository files ---
+    _gzip_trace("philly-pollux/philly.csv.gz", POLLUX_ARTIFACT, "simulator/traces/philly.csv",
+                "ebffb3dd1589bdf4e7bcd74496201c5ded1d557d498ee14f560463f37ec353da"),
+    _gzip_trace("helios-gpw/helios_data_training.csv.gz", GEN_PARALLEL_WORKLOADS,
+                "Helios/training_data/helios_data_training.csv",
+                "042b2648eb850b8fbfa9a686a743e7dbe0ea7dbab1e4e0887bb39c755f7e44fa"),
+    _gzip_trace("philly-gpw/philly_data_training.csv.gz", GEN_PARALLEL_WORKLOADS,
+                "Philly/training_data/philly_data_training.csv",
+                "98d2ca0f525309a4d2a3d6b9996cf9b79f3e656e8c47bdc94a7d12b4a7a192c0"),
+    *(
+        _itp_cluster(i + 1, sha) for i, sha in enumerate((
+            "27d707f576fce5637f9efec43f610da3d335f36e3c6fd4ded2f5bccfce05974a",
+            "7a5849e73aff9f9bc33f87c9bacadf8aab2f3a9e7bc5d70956f5cbf40126526c",
+            "282d765c5289ab0ba870f494dd2c67893f9d16d726fdc8a51f13b7412515dbf8",
+            "247850e4265f35749e98d15e82a67765301e81272334265f1fe60d65787892a9",
+            "1553359ddd673a0ffc531ca10e73ba729dbacbce905ce878dbb8499d2dbed0fb",
+            "52c0d9247d1de9b19a8bdafc25137daf6fa04f274ad3a2eb6dac51226ac2362e",
+            "d4f46f32e2965c2265b2675c070565a86e40bff45733c828c5767bc0b8c1b318",
+        ))
     ),
     # --- sky_spot_traces/: members of tar archives or curated files: local only ---
     _local("sky_spot_traces/skynomad-gcp-h100/us-central1-a_h100_16__full.json",

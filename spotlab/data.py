@@ -261,7 +261,8 @@ def _archive_member(entry: Entry, where: _Where) -> Path:
     """One file of a pinned tar archive: fetch and check the archive, extract the member, check its sha256."""
     assert entry.source is not None and entry.sha256 is not None
     target = where.cache / entry.relpath
-    if target.is_file() and _sha256(target.read_bytes()) == entry.sha256:
+    packed = entry.relpath.endswith(".gz") and not entry.member.endswith(".gz")  # kept gzip'd like the local copy
+    if target.is_file() and _sha256(_gunzip(target) if packed else target.read_bytes()) == entry.sha256:
         return target
     with _open_archive(entry.source, where) as tar:
         raw = _read_members(tar, [entry.member], entry.source)[entry.member]
@@ -269,7 +270,7 @@ def _archive_member(entry: Entry, where: _Where) -> Path:
     if got != entry.sha256:
         raise _Unavailable(f"{entry.member} in the archive {entry.source.path} has sha256 {got} but the registry "
                            f"expects {entry.sha256}; nothing was written.")
-    _write_atomic(target, raw)
+    _write_atomic(target, _gzip(raw) if packed else raw)
     return target
 
 
