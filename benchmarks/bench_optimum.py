@@ -55,7 +55,7 @@ def cant_be_late(milp_windows: int) -> None:
     diff = max(abs(a.objective - b.objective) for a, b in zip(res, milp))
 
     class Plan:
-        name, uses_safety_net = "plan", False
+        name = "plan"
 
         def reset(self, ctx):
             pass
@@ -63,7 +63,7 @@ def cant_be_late(milp_windows: int) -> None:
         def act(self, obs):
             return np.array([r.o[obs.t] for r in res]), np.array([r.s[obs.t] for r in res])
 
-    replay = simulate(Plan(), ep, job, settings)
+    replay = simulate(Plan(), ep, job, settings.settings)
     gap_replay = float(np.max(np.abs(replay.utility - np.array([r.objective for r in res]))))
     print(f"Can't Be Late, {ep.n} windows of {H} slots, 52 h deadline ({dp.levels.n} lost-time levels)")
     print(f"  DP all windows {t_dp:.2f} s | MILP (HiGHS, gap 1e-4) {t_milp:.1f} s for {ep.n} "
@@ -125,7 +125,7 @@ def single_windows(sizes, time_limit: float, gap: float, hourly: bool, skip_glpk
         g = cold.get("glpk", (float("nan"), "skipped", float("nan"), None))
         h = cold["highs"]
         pol = make_policy("optimal", {"method": "milp", "time_limit": time_limit, "mip_gap": gap, "n_jobs": 1})
-        simulate(pol, mk, job, SimSettings(safety_net="off"))
+        simulate(pol, mk, job, SimSettings())
         wr = pol.results_[0]
         w_s = wr.seconds  # baselines' replay, Lagrangian and solve (the model's build is the column before)
         print(f"{label:32s} {_fmt(d_s, '7.2f')} {_fmt(d_obj, '10.2f')} | {t_build:7.2f} {g[0]:7.2f} {g[1]:>10s} | {h[0]:7.2f} "

@@ -169,12 +169,12 @@ def _lockstep_vs_one_by_one(trace: str, windows: str) -> None:
     cbl = SimSettings.cant_be_late()
     for name in ("greedy", "uniform_progress"):
         t = time.perf_counter()
-        simulate(make_policy(name), ep, job, cbl)
+        simulate(make_policy(name, safety_net="cbl"), ep, job, cbl)
         t_lock = time.perf_counter() - t
         windows_ = [market.window(int(a), int(a) + int(n)) for a, n in zip(ep.starts, ep.length)]
         t = time.perf_counter()
         for w in windows_:
-            simulate(make_policy(name), w, job, cbl)
+            simulate(make_policy(name, safety_net="cbl"), w, job, cbl)
         t_one = time.perf_counter() - t
         print(f"{ep.n} windows, {name}: lockstep {t_lock:.3f} s, one window at a time {t_one:.2f} s "
               f"-> {t_one / t_lock:.0f}x")

@@ -92,17 +92,40 @@ def load_episodes(
     return LoadedTrace(market, Episodes.from_windows(market, starts, stops, history), kind)
 
 
+@dataclass(frozen=True)
+class Semantics:
+    """How a run is simulated: the market's billing (the engine's `SimSettings`) and the deadline safety net
+    put around online policies (`policies.safety_net`). Can't Be Late's simulator is full billing and its guard.
+    """
+
+    billing: str = "fractional"
+    safety_net: str = "strict"
+    give_up: bool = False
+
+    @classmethod
+    def cant_be_late(cls) -> "Semantics":
+        return cls(billing="full", safety_net="cbl")
+
+    @property
+    def settings(self) -> SimSettings:
+        return SimSettings(billing=self.billing)
+
+    def policy(self, name: str, params: Mapping[str, Any] | None = None) -> Any:
+        """The registered policy `name`, guarded by this net (a hindsight plan is never guarded)."""
+        return make_policy(name, params, safety_net=self.safety_net, give_up=self.give_up)
+
+
 def settings_for(semantics: str, kind: str, billing: str | None = None, safety_net: str | None = None,
-                 give_up: bool = False) -> SimSettings:
+                 give_up: bool = False) -> Semantics:
     """`auto`: a sky_spot trace is simulated with the Can't Be Late simulator's rules (SPEC §3.2),
     a tidy trace with spotlab's; explicit `billing` / `safety_net` override either; `give_up` lets the net
     stop a job not worth finishing on demand."""
     if semantics not in SEMANTICS:
         raise TraceError(f"unknown semantics {semantics!r}; use one of {', '.join(SEMANTICS)}")
     cbl = semantics == "cant-be-late" or (semantics == "auto" and kind == "sky_spot")
-    base = SimSettings.cant_be_late() if cbl else SimSettings()
-    return SimSettings(billing=billing or base.billing, safety_net=safety_net or base.safety_net,
-                       give_up=bool(give_up))
+    base = Semantics.cant_be_late() if cbl else Semantics()
+    return Semantics(billing=billing or base.billing, safety_net=safety_net or base.safety_net,
+                     give_up=bool(give_up))
 
 
 def make_job(
@@ -141,7 +164,7 @@ INDEPENDENT_WINDOWS = ("on_demand", "greedy", "uniform_progress", "prediction_fr
 BLOCK = 3000
 
 
-def run_policy(policy: str, params: dict, episodes: Episodes, job: Job, settings: SimSettings,
+def run_policy(policy: str, params: dict, episodes: Episodes, job: Job, semantics: Semantics,
                seed: int = 0, block: int | None = BLOCK, on_block: Callable[[int, int], None] | None = None,
                wrap: Callable[[Any], Any] | None = None, keep: str = "all") -> SimulationResult:
     """Simulate a registered policy; policies in `INDEPENDENT_WINDOWS` run `block` windows at a time.
@@ -152,18 +175,21 @@ def run_policy(policy: str, params: dict, episodes: Episodes, job: Job, settings
     done, so the next block reuses their memory (30,000 windows keep ~1 GB of per-slot arrays otherwise)."""
     if keep not in ("all", "summary", "metrics"):
         raise ValueError(f"keep must be 'all', 'summary' or 'metrics', got {keep!r}")
+    if not isinstance(semantics, Semantics):
+        raise TypeError(f"run_policy: semantics must be a Semantics (e.g. settings_for(...)), got {semantics!r}")
+    settings = semantics.settings
     wrap = wrap or (lambda p: p)
     if block is None or policy not in INDEPENDENT_WINDOWS or episodes.n <= block:
         if on_block:
             on_block(0, 1)
-        return simulate(wrap(make_policy(policy, params)), episodes, job, settings, seed=seed)
+        return simulate(wrap(semantics.policy(policy, params)), episodes, job, settings, seed=seed)
     cuts = list(range(0, episodes.n, block))
     parts: list[SimulationResult] = []
     needed: set[str] | None = None
     for i, a in enumerate(cuts):
         if on_block:
             on_block(i, len(cuts))
-        res = simulate(wrap(make_policy(policy, params)), episode_rows(episodes, slice(a, a + block)),
+        res = simulate(wrap(semantics.policy(policy, params)), episode_rows(episodes, slice(a, a + block)),
                        job, settings, seed=seed)
         if keep != "all":
             if needed is None:

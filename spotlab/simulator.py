@@ -7,7 +7,8 @@ arrays and returns integer allocations `(o, s)` (on-demand and spot GPUs) for ev
 
 Per slot t (all windows at once):
 1. Preemption: spot GPUs held in t-1 beyond the availability `a_t` are lost (work is kept).
-2. The policy proposes `(o_t, s_t)`; the deadline safety net may override it (online policies).
+2. The policy proposes `(o_t, s_t)` (online policies come wrapped in the deadline safety net,
+   `policies.safety_net`; the engine itself applies no net).
 3. Spot is clipped to `a_t`; a count between 0 and N_min cannot run and becomes idle.
 4. A running slot whose allocation differs from t-1's (or that recovers from a preemption) starts
    a reconfiguration: `delta` hours of zero progress, carried into later slots if delta > slot.
@@ -23,42 +24,28 @@ from typing import Literal, Protocol, Sequence
 import numpy as np
 import pandas as pd
 
-from .errors import ArgumentError, PolicyError, TraceError
+from .errors import ArgumentError, TraceError
 from .job import Job
 from .market import Market
-
-EPS = 1e-9
+from .policies.base import (  # noqa: F401  (the policy interface, re-exported for old import paths)
+    EPS, Context, Observation, Policy, ceil_slots, check_action, deadline_pressure, floor_slots,
+    not_worth_finishing)
 
 
 @dataclass(frozen=True)
 class SimSettings:
-    """Engine settings. `cant_be_late()` gives the settings that reproduce that simulator (SPEC §3.2).
-
-    `safety_net`: "strict" switches to N_max on-demand GPUs when, after the proposed allocation has run
-    this slot, N_max on-demand GPUs could no longer finish by the hard deadline (keeping an intact full
-    allocation with no pending overhead);
-    "cbl" is the Can't Be Late guard, which also keeps a spot request whose instance was just
-    preempted (so that slot is lost); "off" disables it. Offline plans never pass through it.
-    """
+    """The market's rules the engine applies. `cant_be_late()` gives the billing of that simulator
+    (SPEC §3.2); its deadline guard is a policy wrapper (`make_policy(..., safety_net="cbl")`)."""
 
     billing: Literal["fractional", "full"] = "fractional"
-    safety_net: Literal["strict", "cbl", "off"] = "strict"
-    # When the net fires and finishing on N_max on-demand GPUs would cost more than the value still to
-    # be had plus the miss penalty, stop the job instead (it earns -miss_penalty and costs nothing more):
-    # the net protects the utility, not the completion. Off by default: a job is meant to finish.
-    give_up: bool = False
 
     def __post_init__(self) -> None:
         if self.billing not in ("fractional", "full"):
             raise ValueError(f"billing must be 'fractional' or 'full', got {self.billing!r}")
-        if self.safety_net not in ("strict", "cbl", "off"):
-            raise ValueError(f"safety_net must be 'strict', 'cbl' or 'off', got {self.safety_net!r}")
-        if not isinstance(self.give_up, bool):
-            raise ValueError(f"give_up must be True or False, got {self.give_up!r}")
 
     @classmethod
     def cant_be_late(cls) -> "SimSettings":
-        return cls(billing="full", safety_net="cbl")
+        return cls(billing="full")
 
 
 @dataclass(frozen=True, eq=False)
@@ -165,127 +152,6 @@ def _require_prices(m: Market) -> None:
         if not ok:
             raise TraceError(f"{m.name}: the trace has no {which} price for some slots; give one "
                              f"(CLI: --{which}-price P, Python: market.with_prices(...))")
-
-
-@dataclass(frozen=True)
-class Context:
-    """What a policy is told before an episode. `episodes` holds the *whole* traces: only
-    hindsight policies (the optimum, prediction oracles) may read beyond the current slot."""
-
-    job: Job
-    episodes: Episodes
-    settings: SimSettings
-    horizon: int  # number of slots simulated (up to the hard deadline)
-    seed: int = 0
-
-
-@dataclass(frozen=True)
-class Observation:
-    """State of every window at the start of slot t (arrays of shape (W,))."""
-
-    t: int
-    time_h: float
-    remaining: np.ndarray  # work units left
-    pending_h: np.ndarray  # reconfiguration overhead still to pay
-    held_o: np.ndarray  # allocation that survived into slot t (after preemption)
-    held_s: np.ndarray
-    prev_o: np.ndarray  # allocation that ran in slot t-1
-    prev_s: np.ndarray
-    avail: np.ndarray  # a_t: spot GPUs obtainable in slot t
-    spot_price: np.ndarray
-    od_price: np.ndarray
-    active: np.ndarray  # job neither finished nor failed
-
-
-class Policy(Protocol):
-    """A scheduling policy: parameters in `__init__`, `reset` per batch of episodes, `act` per slot."""
-
-    name: str
-    uses_safety_net: bool
-
-    def reset(self, ctx: Context) -> None: ...
-
-    def act(self, obs: Observation) -> tuple[np.ndarray, np.ndarray]: ...
-
-
-def ceil_slots(hours: np.ndarray, slot_hours: float) -> np.ndarray:
-    """ceil(hours / slot) robust to float error (exact values on the grid are not bumped up)."""
-    return np.ceil(np.asarray(hours) / slot_hours - 1e-7)
-
-
-def floor_slots(hours: np.ndarray, slot_hours: float) -> np.ndarray:
-    return np.floor(np.asarray(hours) / slot_hours + 1e-7)
-
-
-def deadline_pressure(job: Job, obs: Observation, slot_hours: float, extra_overheads: int = 1) -> np.ndarray:
-    """True where finishing on N_max on-demand GPUs (with `extra_overheads` restarts) needs every
-    slot left before the hard deadline: the trigger of the safety net (Can't Be Late's need >= R)."""
-    need = ceil_slots(obs.remaining / job.max_rate + extra_overheads * job.overhead_h, slot_hours)
-    left = floor_slots(job.hard_deadline_h - obs.time_h, slot_hours)
-    return need >= left
-
-
-def not_worth_finishing(job: Job, obs: Observation, slot_hours: float) -> np.ndarray:
-    """True where finishing now on N_max on-demand GPUs (one restart) would cost more than the value it
-    would still earn plus the miss penalty it avoids: giving up is then the better utility."""
-    hours = obs.remaining / job.max_rate + job.overhead_h
-    cost = job.n_max * obs.od_price * hours
-    worth = job.value_at(obs.time_h + hours) + job.miss_penalty
-    return cost > worth + EPS
-
-
-def _too_late_after(job: Job, obs: Observation, o: np.ndarray, s: np.ndarray, slot_hours: float) -> np.ndarray:
-    """The strict net's trigger: True where, after the proposed allocation has run this slot (by the
-    simulator's rules: spot clipped to what is obtainable, below N_min idle, a change pays the overhead),
-    N_max on-demand GPUs starting next slot (one more restart) could no longer finish by the hard deadline.
-    Counting this slot's own progress makes the net exactly as late as safety allows: a plan that uses spot
-    up to the last safe slot is not overridden, and the deadline still holds whatever spot does next."""
-    dt = slot_hours
-    s_eff = np.minimum(s, obs.avail)
-    n = o + s_eff
-    run = n >= job.n_min
-    n = np.where(run, n, 0)
-    preempted = obs.held_s < obs.prev_s
-    change = run & ((o != obs.prev_o) | (s_eff != obs.prev_s) | preempted)
-    pending = np.where(change, job.overhead_h, obs.pending_h)
-    work = np.where(run, job.throughput(n) * (dt - np.minimum(pending, dt)), 0.0)
-    left_after = obs.remaining - work
-    done = left_after <= EPS * max(1.0, job.work)
-    need = ceil_slots(np.maximum(left_after, 0.0) / job.max_rate + job.overhead_h, dt)
-    slots_after = floor_slots(job.hard_deadline_h - obs.time_h, dt) - 1
-    return ~done & (need > slots_after)
-
-
-def apply_safety_net(job: Job, obs: Observation, o: np.ndarray, s: np.ndarray, variant: str, slot_hours: float,
-                     give_up: bool = False):
-    """Override the policy where the deadline is at stake (SPEC §6): N_max on-demand GPUs, except
-    that a full allocation already running with no pending overhead is kept. Returns (o, s, quit):
-    with `give_up`, `quit` marks the windows where the net stops the job instead (`not_worth_finishing`)."""
-    quit = np.zeros(obs.active.shape, dtype=bool)
-    if variant == "off":
-        return o, s, quit
-    if variant == "cbl":
-        trig = deadline_pressure(job, obs, slot_hours) & obs.active
-    else:
-        trig = _too_late_after(job, obs, o, s, slot_hours) & obs.active
-    if not trig.any():
-        return o, s, quit
-    if give_up:
-        quit = trig & not_worth_finishing(job, obs, slot_hours)
-        trig = trig & ~quit
-        o = np.where(quit, 0, o)
-        s = np.where(quit, 0, s)
-    calm = obs.pending_h <= EPS
-    if variant == "cbl":
-        keep = trig & calm & (obs.prev_s > 0)
-        keep_o, keep_s = obs.prev_o, obs.prev_s
-    else:
-        intact = obs.held_s == obs.prev_s
-        keep = trig & calm & intact & (obs.prev_o + obs.prev_s == job.n_max)
-        keep_o, keep_s = obs.prev_o, obs.prev_s
-    o = np.where(trig, np.where(keep, keep_o, job.n_max), o)
-    s = np.where(trig, np.where(keep, keep_s, 0), s)
-    return o, s, quit
 
 
 @dataclass(frozen=True, eq=False)
@@ -406,7 +272,7 @@ def simulate(
     W = ep.n
     ctx = Context(job=job, episodes=ep, settings=settings, horizon=H, seed=seed)
     policy.reset(ctx)
-    net = settings.safety_net if getattr(policy, "uses_safety_net", True) else "off"
+    name = getattr(policy, "name", type(policy).__name__)
 
     names = ("o", "s", "s_requested", "preempted", "overhead_h", "billed_h", "work", "cost", "remaining")
     # (W, H) views of slot-major buffers: each slot writes one contiguous row, not W strided cells
@@ -437,10 +303,8 @@ def simulate(
             held_o=prev_o.copy(), held_s=held_s, prev_o=prev_o.copy(), prev_s=prev_s.copy(),
             avail=a_t, spot_price=ep.spot_price[:, t], od_price=ep.od_price[:, t], active=active.copy(),
         )
-        o_req, s_req = policy.act(obs)
-        o_req, s_req = _check_action(policy, o_req, s_req, W, t, job, active)
-        o_req, s_req, quit = apply_safety_net(job, obs, o_req, s_req, net, dt, settings.give_up)
-        if quit.any():  # the job stops here for good: it earns -miss_penalty, as a miss
+        o_req, s_req, quit = check_action(name, policy.act(obs), W, t, job, active)
+        if quit.any():  # the policy abandons the job here for good: it earns -miss_penalty, as a miss
             active = active & ~quit
             gave_up |= quit
         o = np.where(active, o_req, 0)
@@ -514,27 +378,3 @@ def _check_arguments(policy, market, job, settings) -> None:
                             f"deadline_hours=...)), got {type(job).__name__}")
     if settings is not None and not isinstance(settings, SimSettings):
         raise ArgumentError(f"simulate: settings must be a SimSettings or None, got {type(settings).__name__}")
-
-
-def _check_action(policy, o, s, W: int, t: int, job: Job, active: np.ndarray):
-    """A policy bug must surface as a clear error, not as a silently wrong number."""
-    name = getattr(policy, "name", type(policy).__name__)
-    try:
-        o = np.broadcast_to(np.asarray(o), (W,))
-        s = np.broadcast_to(np.asarray(s), (W,))
-    except ValueError:
-        raise PolicyError(f"policy {name!r} returned actions of the wrong shape at slot {t} (need {W} windows)") from None
-    for label, v in (("on-demand", o), ("spot", s)):
-        if not np.issubdtype(v.dtype, np.integer):
-            if np.any(~np.isfinite(v)) or np.any(v != np.round(v)):
-                raise PolicyError(f"policy {name!r} returned a non-integer {label} GPU count at slot {t}")
-    o = o.astype(np.int64)
-    s = s.astype(np.int64)
-    bad = active & ((o < 0) | (s < 0) | (o + s > job.n_max))
-    if bad.any():
-        w = int(np.flatnonzero(bad)[0])
-        raise PolicyError(
-            f"policy {name!r} asked for {o[w]} on-demand + {s[w]} spot GPUs at slot {t} (window {w}); "
-            f"allowed: 0..{job.n_max} in total"
-        )
-    return o, s

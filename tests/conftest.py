@@ -40,8 +40,8 @@ class Scripted:
 
     name = "scripted"
 
-    def __init__(self, o, s, uses_safety_net: bool = False):
-        self.o, self.s, self.uses_safety_net = np.asarray(o), np.asarray(s), uses_safety_net
+    def __init__(self, o, s):
+        self.o, self.s = np.asarray(o), np.asarray(s)
 
     def reset(self, ctx):
         self.w_ = ctx.episodes.n

@@ -30,7 +30,7 @@ def test_full_window_with_perfect_foresight_is_the_optimum():
     job = small_job()
     mk = synthetic_market(20, slot_hours=1.0, requested=4, od_price=3.0, seed=5)
     opt = simulate(make_policy("optimal", {"must_finish": False, "solver": "highs"}), mk, job,
-                   SimSettings(safety_net="off"))
+                   SimSettings())
     for solver in ("glpk", "highs"):
         chc = simulate(make_policy("chc", {"w": 20, "v": 20, "predictor": "oracle", "solver": solver,
                                            "mip_gap": 1e-6}), mk, job)

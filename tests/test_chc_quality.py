@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from spotlab.job import Job, Throughput
 from spotlab.policies import make_policy
+from spotlab.policies.safety_net import SafetyNet
 from spotlab.simulator import Episodes, SimSettings, horizon_slots, simulate
 from spotlab.synthetic import synthetic_market
 
@@ -61,7 +62,6 @@ class Replay:
     """Plays a fixed schedule through the safety net, as an online policy would."""
 
     name = "replay"
-    uses_safety_net = True
 
     def __init__(self, o: np.ndarray, s: np.ndarray):
         self.o, self.s = o, s
@@ -77,8 +77,8 @@ def optimum(job: Job, ep: Episodes) -> float:
     """The optimum's utility as an online policy can reach it: its schedule (perfect foresight) played
     through the strict safety net. Where the deadline is so tight that only foresight can risk spot (the net
     must then insure against preemption with on-demand GPUs), the net changes it; elsewhere it is the optimum."""
-    res = simulate(make_policy("optimal", {"mip_gap": 1e-6, "n_jobs": 1}), ep, job, SimSettings(safety_net="off"))
-    netted = simulate(Replay(res.arrays["o"], res.arrays["s"]), ep, job)
+    res = simulate(make_policy("optimal", {"mip_gap": 1e-6, "n_jobs": 1}), ep, job, SimSettings())
+    netted = simulate(SafetyNet(Replay(res.arrays["o"], res.arrays["s"])), ep, job)
     return float(min(res.utility[0], netted.utility[0]))
 
 
@@ -145,10 +145,10 @@ def test_plans_within_the_net_are_not_overridden(net):
               value=90.0, miss_penalty=30.0, overhead_h=0.25)
     mk = synthetic_market(24 * 9, requested=3, od_price=OD, regime="volatile", seed=11)
     ep = Episodes.from_windows(mk, [24 * 7], [24 * 7 + 12], history=24 * 7)
-    pol = make_policy("chc", {"w": 12, "predictor": "oracle", "solver": "highs", "mip_gap": 1e-6})
-    with_net = simulate(pol, ep, job, SimSettings(safety_net=net))
+    pol = make_policy("chc", {"w": 12, "predictor": "oracle", "solver": "highs", "mip_gap": 1e-6}, safety_net=net)
+    with_net = simulate(pol, ep, job)
     without = simulate(make_policy("chc", {"w": 12, "predictor": "oracle", "solver": "highs", "mip_gap": 1e-6}),
-                       ep, job, SimSettings(safety_net="off"))
+                       ep, job, SimSettings())
     assert with_net.utility[0] == pytest.approx(without.utility[0], abs=1e-6) or with_net.utility[0] > without.utility[0]
 
 
@@ -156,7 +156,6 @@ class Idle:
     """A policy that never runs the job: only the safety net does."""
 
     name = "idle"
-    uses_safety_net = True
 
     def reset(self, ctx) -> None:
         pass
@@ -172,13 +171,13 @@ def test_give_up_stops_a_job_not_worth_finishing():
     from spotlab.market import Market
 
     empty = Market(np.zeros(10, dtype=np.int64), np.full(10, 1.0), np.full(10, OD), 1.0, name="no spot")
-    keep = simulate(Idle(), empty, job)
-    quit_ = simulate(Idle(), empty, job, SimSettings(give_up=True))
+    keep = simulate(SafetyNet(Idle()), empty, job)
+    quit_ = simulate(SafetyNet(Idle(), give_up=True), empty, job)
     assert keep.done.all() and keep.utility[0] == pytest.approx(5.0 - 8.0 * OD)
     assert quit_.summary()["gave_up"].all() and not quit_.done.any()
     assert quit_.utility[0] == pytest.approx(-4.0) and quit_.cost[0] == 0.0
     worth = Job(work=8.0, deadline_h=10.0, n_min=1, n_max=1, value=30.0, miss_penalty=4.0)
-    assert simulate(Idle(), empty, worth, SimSettings(give_up=True)).done.all()  # worth finishing: it finishes
+    assert simulate(SafetyNet(Idle(), give_up=True), empty, worth).done.all()  # worth finishing: it finishes
 
 
 def test_default_configurations_never_fall_back():

@@ -194,9 +194,9 @@ def test_slack_reserve_reads_no_future():
     k = 150
     other[k:] = 1 - other[k:]  # a different future from slot k on
     job = make_job(48, 52, overhead_hours=0.05)
-    a = simulate(make_policy("slack_reserve"), Episodes.from_markets([_market(base)]), job,
+    a = simulate(make_policy("slack_reserve", safety_net="cbl"), Episodes.from_markets([_market(base)]), job,
                  SimSettings.cant_be_late()).arrays
-    b = simulate(make_policy("slack_reserve"), Episodes.from_markets([_market(other)]), job,
+    b = simulate(make_policy("slack_reserve", safety_net="cbl"), Episodes.from_markets([_market(other)]), job,
                  SimSettings.cant_be_late()).arrays
     for key in ("o", "s_requested"):
         assert np.array_equal(a[key][:, :k], b[key][:, :k])
@@ -205,7 +205,7 @@ def test_slack_reserve_reads_no_future():
 def test_slack_reserve_waits_while_slack_is_large_and_runs_on_demand_when_not():
     job = make_job(10, 30, overhead_hours=0.1)
     none = Episodes.from_markets([_market(np.zeros(200, dtype=int))])
-    r = simulate(make_policy("slack_reserve"), none, job, SimSettings.cant_be_late())
+    r = simulate(make_policy("slack_reserve", safety_net="cbl"), none, job, SimSettings.cant_be_late())
     o = r.arrays["o"][0]
     first = int(np.flatnonzero(o)[0])
     assert first > 0 and r.met_deadline.all()  # it waited first, then finished on demand in time
@@ -214,7 +214,7 @@ def test_slack_reserve_waits_while_slack_is_large_and_runs_on_demand_when_not():
     flicker = np.tile([1, 0], 600)
     hist_ep = Episodes.from_windows(_market(np.concatenate([flicker, np.zeros(200, dtype=int)])), [1200], [1400],
                                     history=1200)
-    r2 = simulate(make_policy("slack_reserve"), hist_ep, job, SimSettings.cant_be_late())
+    r2 = simulate(make_policy("slack_reserve", safety_net="cbl"), hist_ep, job, SimSettings.cant_be_late())
     assert int(np.flatnonzero(r2.arrays["o"][0])[0]) < first
 
 

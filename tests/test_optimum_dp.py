@@ -25,7 +25,7 @@ TOL = dict(rel=1e-6, abs=1e-5)
 class Plan:
     """Replays given schedules (one row per window) without the safety net."""
 
-    name, uses_safety_net = "plan", False
+    name = "plan"
 
     def __init__(self, o, s):
         self.o, self.s = np.atleast_2d(o), np.atleast_2d(s)
@@ -82,7 +82,7 @@ def test_dp_equals_the_milp_and_the_replayed_utility(case):
     assert res.status == "optimal" and res.solver == "dp" and res.gap == 0.0
     assert res.objective == pytest.approx(milp.objective, **TOL)
     assert np.all(res.s <= mk.avail[:H]) and np.all((res.o + res.s == 0) | (res.o + res.s == job.n_max))
-    replay = simulate(Plan(res.o, res.s), mk, job, SimSettings(billing=billing, safety_net="off"))
+    replay = simulate(Plan(res.o, res.s), mk, job, SimSettings(billing=billing))
     if billing == "fractional":  # the objective is the simulator's utility of the schedule
         assert replay.utility[0] == pytest.approx(res.objective, rel=1e-9, abs=1e-9)
     else:  # same bill; the simulator values the exact completion time, the model the end of its slot
@@ -188,7 +188,7 @@ def test_work_lattice_dp_equals_the_milp_and_the_relaxation_bounds_it(case):
     assume(milp.status == "optimal")
     res = dp.solve_window(*args)
     assert res.objective == pytest.approx(milp.objective, **TOL)
-    replay = simulate(Plan(res.o, res.s), mk, job, SimSettings(billing=billing, safety_net="off"))
+    replay = simulate(Plan(res.o, res.s), mk, job, SimSettings(billing=billing))
     if billing == "fractional":
         assert replay.utility[0] == pytest.approx(res.objective, rel=1e-9, abs=1e-9)
     else:
@@ -301,7 +301,7 @@ def test_label_dp_equals_the_milp_and_the_replayed_utility(case):
     assume(milp.status == "optimal")
     res = dp.solve_window(*args)
     assert res.objective == pytest.approx(milp.objective, **TOL)
-    replay = simulate(Plan(res.o, res.s), mk, job, SimSettings(billing=billing, safety_net="off"))
+    replay = simulate(Plan(res.o, res.s), mk, job, SimSettings(billing=billing))
     if billing == "fractional":
         assert replay.utility[0] == pytest.approx(res.objective, rel=1e-9, abs=1e-9)
     else:

@@ -68,7 +68,7 @@ def test_known_answer_two_gpus_and_hard_deadline_inside_a_slot(solver):
     idle = solve_optimum(*args, solver=solver, billing="fractional", must_finish=False, **EXACT)
     assert idle.objective == pytest.approx(-6.0, abs=1e-7)
     pol = make_policy("optimal", {"solver": solver, "mip_gap": 1e-9})
-    assert simulate(pol, mk, job, SimSettings(safety_net="off")).utility[0] == pytest.approx(-8.0, abs=1e-7)
+    assert simulate(pol, mk, job, SimSettings()).utility[0] == pytest.approx(-8.0, abs=1e-7)
 
 
 def test_billing_is_checked():
@@ -139,7 +139,7 @@ def test_v100_p3_windows_the_optimum_is_never_beaten(dataset):
     episodes = setups.job_episodes(mk, job, stride_hours=3.0, max_jobs=5)
     up = simulate(make_policy("uniform_progress"), episodes, job)
     pol = make_policy("optimal", {"must_finish": False, "solver": "glpk", "n_jobs": 1})
-    opt = simulate(pol, episodes, job, SimSettings(safety_net="off"))
+    opt = simulate(pol, episodes, job, SimSettings())
     assert np.all(opt.utility >= up.utility - 1e-6)
     assert opt.utility == pytest.approx([r.objective for r in pol.results_], rel=1e-6)
     # the full-billing model's schedule, replayed under fractional billing, loses to uniform progress here
@@ -149,7 +149,7 @@ def test_v100_p3_windows_the_optimum_is_never_beaten(dataset):
              for i in range(episodes.n)]
 
     class Plan:
-        name, uses_safety_net = "plan", False
+        name = "plan"
 
         def reset(self, ctx):
             pass
@@ -157,5 +157,5 @@ def test_v100_p3_windows_the_optimum_is_never_beaten(dataset):
         def act(self, obs):
             return np.array([p.o[obs.t] for p in plans]), np.array([p.s[obs.t] for p in plans])
 
-    replayed = simulate(Plan(), episodes, job, SimSettings(safety_net="off"))
+    replayed = simulate(Plan(), episodes, job, SimSettings())
     assert np.any(replayed.utility < up.utility - 1e-6)

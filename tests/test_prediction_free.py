@@ -16,8 +16,14 @@ from spotlab.job import Job, Throughput
 from spotlab.market import Market
 from spotlab.policies import make_policy
 from spotlab.policies.prediction_free import PredictionFree
+from spotlab.policies.safety_net import SafetyNet
 from spotlab.simulator import SimSettings, simulate
 from spotlab.synthetic import synthetic_market
+
+
+def guarded(**params):
+    """A2 as `make_policy` runs it: inside the strict safety net."""
+    return SafetyNet(PredictionFree(**params))
 
 
 def market(avail, sp=1.0, od=3.0, dt=1.0, requested=None):
@@ -47,7 +53,7 @@ def test_expensive_spot_ahead_of_the_line_idles_then_on_demand_when_behind():
     # stays dear, so the job stays on on-demand (it leaves only for cheap spot) and finishes in slot 13.
     job = Job(work=10.0, deadline_h=20.0, overhead_h=0.0)
     sp = [0.5] * 3 + [2.5] * 17
-    r = simulate(PredictionFree(theta=0.6, sigma=1.0), market([1] * 20, sp=sp), job)
+    r = simulate(guarded(theta=0.6, sigma=1.0), market([1] * 20, sp=sp), job)
     assert schedule(r, 10) == ([0, 0, 0, 0, 0, 0, 0, 1, 1, 1], [1, 1, 1, 0, 0, 0, 0, 0, 0, 0])
     assert r.completion_h[0] == pytest.approx(14.0)
 
@@ -57,7 +63,7 @@ def test_behind_the_line_runs_n_max_with_spot_first():
     # the line (not behind); from slot 1 on the job is behind.
     job = Job(work=90.0, deadline_h=30.0, n_min=2, n_max=4, overhead_h=0.0)
     # spot cheap and 2 obtainable: spot alone in slot 0, then topped up to 4 with 2 on-demand GPUs
-    a2 = PredictionFree(theta=0.6, sigma=0.8)
+    a2 = guarded(theta=0.6, sigma=0.8)
     cheap = simulate(a2, market([2] * 30, sp=1.0, requested=4), job)
     assert schedule(cheap, 3) == ([0, 2, 2], [2, 2, 2])
     # spot dear: idle in slot 0, then 4 on-demand
@@ -76,14 +82,14 @@ def test_hysteresis_keeps_on_demand_through_a_short_spot_window():
     # the job jumps to spot in slot 3, paying a restart, and idles once it is gone.
     job = Job(work=10.0, deadline_h=40.0, overhead_h=0.5)
     m = market([0, 0, 0, 1] + [0] * 36, sp=0.5)
-    held = simulate(PredictionFree(sigma=1.0, hysteresis_h=4.0), m, job)
+    held = simulate(guarded(sigma=1.0, hysteresis_h=4.0), m, job)
     assert schedule(held, 5) == ([0, 1, 1, 1, 1], [0, 0, 0, 0, 0])
-    jumpy = simulate(PredictionFree(sigma=1.0, hysteresis_h=0.0), m, job)
+    jumpy = simulate(guarded(sigma=1.0, hysteresis_h=0.0), m, job)
     assert schedule(jumpy, 5) == ([0, 1, 1, 0, 0], [0, 0, 0, 1, 0])
     assert held.arrays["reconfig"][0, :5].sum() == 1 and jumpy.arrays["reconfig"][0, :5].sum() == 2
     # default hysteresis 2 * delta = 1 h ahead of the line (0.25 units): slot 2 done 0.5 = line -> stay;
     # slot 3 done 1.5 > 0.75 + 0.25 and spot cheap -> leave on-demand for spot
-    r = simulate(PredictionFree(sigma=1.0), market([0, 0] + [1] * 38, sp=0.5), job)
+    r = simulate(guarded(sigma=1.0), market([0, 0] + [1] * 38, sp=0.5), job)
     assert schedule(r, 5) == ([0, 1, 1, 0, 0], [0, 0, 0, 1, 1])
 
 
@@ -92,10 +98,10 @@ def test_spot_count_grows_only_when_the_restart_pays_back():
     m = market([2] + [3] * 99, sp=0.5, requested=4)
     small = Job(work=3.5, deadline_h=100.0, n_min=1, n_max=4, overhead_h=0.5)  # R = 2.5 after slot 0
     big = Job(work=20.0, deadline_h=100.0, n_min=1, n_max=4, overhead_h=0.5)  # R = 19
-    assert schedule(simulate(PredictionFree(sigma=1.0), m, small), 3)[1] == [2, 2, 2]
-    assert schedule(simulate(PredictionFree(sigma=1.0), m, big), 3)[1] == [2, 3, 3]
+    assert schedule(simulate(guarded(sigma=1.0), m, small), 3)[1] == [2, 2, 2]
+    assert schedule(simulate(guarded(sigma=1.0), m, big), 3)[1] == [2, 3, 3]
     # availability dropping below the held count is a preemption: take what is left
-    drop = simulate(PredictionFree(sigma=1.0), market([3, 3, 2, 2] + [3] * 96, sp=0.5, requested=4), big)
+    drop = simulate(guarded(sigma=1.0), market([3, 3, 2, 2] + [3] * 96, sp=0.5, requested=4), big)
     assert schedule(drop, 4)[1] == [3, 3, 2, 2]
 
 
@@ -103,8 +109,6 @@ def test_spot_count_grows_only_when_the_restart_pays_back():
 
 class Recorder:
     """Passes a policy through and keeps what it asked for (before the safety net) and what it saw."""
-
-    uses_safety_net = True
 
     def __init__(self, policy):
         self.policy, self.name, self.log = policy, policy.name, []
@@ -159,7 +163,7 @@ def test_feasible_jobs_meet_the_hard_deadline_within_availability_and_range(case
     except JobError:
         return
     rec = Recorder(policy)
-    r = simulate(rec, markets, job, SimSettings(billing=billing, safety_net="strict"))
+    r = simulate(SafetyNet(rec), markets, job, SimSettings(billing=billing))
     a = r.arrays
     assert r.done.all() and np.all(r.completion_h <= job.hard_deadline_h + 1e-9)
     assert np.all(a["s"] <= a["avail"]) and np.all(a["s_requested"] <= a["avail"])
@@ -188,7 +192,7 @@ def test_theta_zero_and_tiny_sigma_is_on_demand_first(regime):
     above the work from slot 1 on, so the policy idles in slot 0 (the job starts on the line) and then
     runs N_max on-demand GPUs to the end: on_demand's schedule one slot later, at the same cost."""
     ms = synthetic(regime, range(6))
-    pf = simulate(PredictionFree(theta=0.0, sigma=1e-6), ms, JOB)
+    pf = simulate(guarded(theta=0.0, sigma=1e-6), ms, JOB)
     od = simulate(make_policy("on_demand"), ms, JOB)
     assert pf.arrays["s"].sum() == 0 and np.all(pf.arrays["o"][:, 0] == 0)
     assert np.array_equal(pf.arrays["o"][:, 1:], od.arrays["o"][:, :-1])
@@ -202,7 +206,7 @@ def test_huge_theta_is_greedy_when_spot_covers_n_max():
     run them from slot 0 to the end, so schedules and utilities are identical whatever the prices."""
     rng = np.random.default_rng(7)
     ms = [market(rng.integers(4, 7, 60), sp=rng.uniform(0.1, 6.0, 60), requested=6) for _ in range(5)]
-    pf = simulate(PredictionFree(theta=1e9), ms, JOB)
+    pf = simulate(guarded(theta=1e9), ms, JOB)
     gr = simulate(make_policy("greedy"), ms, JOB)
     assert pf.utility == pytest.approx(gr.utility)
     assert np.array_equal(pf.arrays["s"], gr.arrays["s"]) and pf.arrays["o"].sum() == 0
@@ -218,7 +222,7 @@ def test_huge_theta_matches_greedy_except_where_the_line_buys_on_demand(n_range,
     job = Job(work=30.0, deadline_h=40.0, hard_deadline_h=48.0, n_min=n_range[0], n_max=n_range[1],
               overhead_h=delta, value=400.0, miss_penalty=200.0)
     ms = synthetic("default", range(12), requested=n_range[1] + 1)
-    pf = simulate(PredictionFree(theta=1e9, sigma=1.0), ms, job)
+    pf = simulate(guarded(theta=1e9, sigma=1.0), ms, job)
     gr = simulate(make_policy("greedy"), ms, job)
     no_od = (pf.arrays["o"].sum(axis=1) == 0) & (gr.arrays["o"].sum(axis=1) == 0)
     assert no_od.sum() >= 3, "the comparison needs windows that spot alone finishes"
@@ -234,7 +238,7 @@ def test_parameters_are_stored_unchanged_and_listed():
     p = make_policy("prediction_free", {"theta": "0.5", "hysteresis_h": "none"})
     assert p.get_params() == {"theta": 0.5, "sigma": 1.0, "hysteresis_h": None}
     assert make_policy("prediction_free", {"hysteresis_h": "1.5"}).hysteresis_h == 1.5
-    assert p.name == "prediction_free" and p.uses_safety_net
+    assert p.name == "prediction_free" and p.online and isinstance(p, SafetyNet) and p.variant == "strict"
 
 
 @pytest.mark.parametrize("params, message", [
@@ -250,7 +254,7 @@ def test_parameters_are_stored_unchanged_and_listed():
 ])
 def test_bad_parameters_are_policy_errors(params, message):
     with pytest.raises(PolicyError, match=message):
-        simulate(PredictionFree(**params), market([1] * 10), Job(work=2.0, deadline_h=8.0))
+        simulate(guarded(**params), market([1] * 10), Job(work=2.0, deadline_h=8.0))
 
 
 def test_unknown_or_unparsable_parameters_from_the_registry():

@@ -10,6 +10,7 @@ from spotlab.errors import JobError, PolicyError, TraceError
 from spotlab.job import Job, Throughput
 from spotlab.market import Market
 from spotlab.policies import make_policy
+from spotlab.policies.safety_net import SafetyNet
 from spotlab.simulator import Episodes, SimSettings, simulate
 
 
@@ -64,7 +65,7 @@ def test_count_change_and_swap_are_reconfigurations(scripted):
 def test_below_n_min_cannot_run(scripted):
     job = Job(work=10.0, deadline_h=50.0, n_min=2, n_max=4)
     m = market([1] * 50, requested=4)
-    r = simulate(scripted([0], [2]), m, job, SimSettings(safety_net="off"))
+    r = simulate(scripted([0], [2]), m, job, SimSettings())
     assert r.arrays["s"][0].max() == 0 and not r.done[0]
 
 
@@ -104,7 +105,6 @@ class RandomPolicy:
     """Arbitrary valid requests: the worst a policy can do without raising."""
 
     name = "random"
-    uses_safety_net = True
 
     def __init__(self, seed):
         self.rng = np.random.default_rng(seed)
@@ -153,8 +153,8 @@ def test_invariants_hold_for_any_policy(case):
     except JobError:
         return
     dt = markets[0].slot_hours
-    for policy in (RandomPolicy(seed), make_policy("greedy"), make_policy("uniform_progress")):
-        r = simulate(policy, markets, job, SimSettings(billing=billing, safety_net="strict"))
+    for policy in (SafetyNet(RandomPolicy(seed)), make_policy("greedy"), make_policy("uniform_progress")):
+        r = simulate(policy, markets, job, SimSettings(billing=billing))
         a = r.arrays
         alive = a["alive"]
         # availability and the GPU range are never exceeded

@@ -5,7 +5,7 @@ simulator (README of ``sky_spot_traces/adrs-cant-be-late-traces``): 6 environmen
 x deadlines 52 / 70 h x restart overheads 0.02 / 0.05 / 0.1 h, a 48 h job, $3.06/h on demand and $0.9731/h
 spot everywhere; score = clip((146.88 - mean cost) / (146.88 - 46.7088)) x 100. The leaderboard does not
 check deadlines; here every run's deadline is counted. Our simulator in its Can't Be Late mode
-(``SimSettings.cant_be_late()``) reproduces that simulator run for run (Greedy and Uniform Progress equal the
+(``Semantics.cant_be_late()``: full billing and its deadline guard) reproduces that simulator run for run (Greedy and Uniform Progress equal the
 peer's costs to the cent), so the peers' published means can be set beside ours.
 
 A policy tuned to these 180 windows proves little, so the same runner also takes any other windows of the
@@ -25,9 +25,8 @@ import pandas as pd
 from .._registry import ADRS_ENVS, ADRS_LEADERBOARD_WINDOWS
 from ..data import dataset_path
 from ..errors import TraceError
-from ..policies import make_policy
-from ..runs import make_job
-from ..simulator import Episodes, SimSettings, simulate
+from ..runs import Semantics, make_job
+from ..simulator import Episodes, simulate
 from ..traces import load_sky_spot_observations, load_windows_csv
 
 ADRS_DIR = "sky_spot_traces/adrs-cant-be-late-traces/"
@@ -171,7 +170,7 @@ def run(
                    done["policy"]))
     cells = [(env, float(dl), float(ov), pol) for env in dict.fromkeys(windows["env"]) for dl in deadlines
              for ov in overheads for pol in policies]
-    settings = SimSettings.cant_be_late()
+    semantics = Semantics.cant_be_late()
     episodes: dict[str, tuple[pd.DataFrame, Episodes]] = {}
     key = ["env", "window", "start_tick", "deadline", "overhead", "policy"]
     asked = []
@@ -187,7 +186,7 @@ def run(
             ep = episodes_for(env, sel, root)
             job = make_job(WORK_HOURS, dl, overhead_hours=ov)
             t0 = time.perf_counter()
-            res = simulate(make_policy(pol, params.get(pol)), ep, job, settings)
+            res = simulate(semantics.policy(pol, params.get(pol)), ep, job, semantics.settings)
             secs = time.perf_counter() - t0
             fallback = res.policy_report.get("fallback_rate", np.nan) if res.policy_report else np.nan
             new = pd.DataFrame({

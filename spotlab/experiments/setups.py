@@ -31,7 +31,8 @@ from ..data import dataset_path
 from ..errors import TraceError
 from ..job import Job, Throughput
 from ..market import Market
-from ..simulator import Episodes, SimSettings, horizon_slots, simulate
+from ..runs import Semantics
+from ..simulator import Episodes, horizon_slots, simulate
 from ..synthetic import synthetic_market
 from ..traces import load_tidy_csv, load_trace
 
@@ -179,17 +180,17 @@ def job_episodes(market: Market, job: Job, stride_hours: float = 6.0, max_jobs: 
 
 
 def run_methods(methods: Mapping[str, tuple[str, dict[str, Any]]], episodes: Episodes, job: Job,
-                settings: SimSettings | None = None, seed: int = 0, n_jobs: int = 1,
+                semantics: Semantics | None = None, seed: int = 0, n_jobs: int = 1,
                 progress: bool = True) -> pd.DataFrame:
     """Simulate every method (label -> (policy, params)) on the same episodes; one row per (method, job)
-    with utility, cost, value, completion time, deadline flags and the policy's report."""
+    with utility, cost, value, completion time, deadline flags and the policy's report. Online policies run
+    inside the semantics' safety net (spotlab's strict net by default), hindsight plans as they are."""
     from joblib import Parallel, delayed
 
-    from ..policies import make_policy
+    semantics = semantics or Semantics()
 
     def one(label: str, name: str, params: dict[str, Any]) -> pd.DataFrame:
-        net = settings or SimSettings(safety_net="off" if name == "optimal" else "strict")
-        res = simulate(make_policy(name, params), episodes, job, net, seed)
+        res = simulate(semantics.policy(name, params), episodes, job, semantics.settings, seed)
         df = res.summary()
         df.insert(0, "method", label)
         df.insert(1, "job", np.arange(len(df)))

@@ -191,7 +191,7 @@ class OptimumProblem:
         plan_s = np.stack([s for _, s in rows]).astype(np.int64)
 
         class Plan:
-            name, uses_safety_net = "start", False
+            name = "start"
 
             def reset(self, ctx):
                 pass
@@ -200,7 +200,7 @@ class OptimumProblem:
                 return plan_o[:, obs.t], plan_s[:, obs.t]
 
         try:
-            res = simulate(Plan(), ep, job, SimSettings(billing=self.billing, safety_net="off"))
+            res = simulate(Plan(), ep, job, SimSettings(billing=self.billing))
         except Exception:  # e.g. a horizon shorter than the job's: no start then
             return None
         if self.billing == "fractional":

@@ -1,7 +1,8 @@
 """The policy registry: one line per policy. `make_policy("greedy")` builds one by name.
 
 A new policy is one small module with a class (parameters in `__init__`, `reset(ctx)`,
-`act(obs) -> (on_demand, spot)`) and one line in `REGISTRY`.
+`act(obs) -> (on_demand, spot)`; the interface is `policies.base`) and one line in `REGISTRY`.
+`make_policy` puts the deadline safety net (`policies.safety_net`) around every online policy.
 """
 
 from __future__ import annotations
@@ -27,6 +28,17 @@ def policy_class(name: str) -> type:
     return load_class(REGISTRY, name, "policy", PolicyError)
 
 
-def make_policy(name: str, params: Mapping[str, Any] | None = None) -> Any:
-    """Build a registered policy; unknown names or parameters give a `PolicyError` listing the valid ones."""
-    return build(policy_class(name), dict(params or {}), f"policy {name!r}", PolicyError)
+def make_policy(name: str, params: Mapping[str, Any] | None = None, safety_net: str = "strict",
+                give_up: bool = False) -> Any:
+    """Build a registered policy; unknown names or parameters give a `PolicyError` listing the valid ones.
+
+    An online policy comes wrapped in the deadline safety net `safety_net` ("strict", "cbl" for the Can't Be
+    Late guard, "off": unwrapped), with `give_up` (see `policies.safety_net`); a hindsight plan
+    (`online = False`, the optimum) is returned as it is."""
+    from .safety_net import SafetyNet, check_variant
+
+    check_variant(safety_net, give_up)
+    policy = build(policy_class(name), dict(params or {}), f"policy {name!r}", PolicyError)
+    if not getattr(policy, "online", False) or safety_net == "off":
+        return policy
+    return SafetyNet(policy, safety_net, give_up)

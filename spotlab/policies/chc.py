@@ -44,8 +44,7 @@ from ..errors import PolicyError, PredictionError, SolverError
 from ..optimum.window import TailForecast, WindowProblem, WindowState
 from ..predict import Forecaster, make_predictor, model_names
 from ..predict.oracle import AvailabilityOracle, NoisyOracle
-from ..simulator import Context, Observation
-from .base import OnlinePolicy
+from .base import Context, Observation, OnlinePolicy
 from .uniform_progress import UniformProgress
 
 
@@ -226,8 +225,8 @@ class CHC(OnlinePolicy):
             plan = self.problem_.solve(state, a, p, od, tail, slots_left=self.ctx_.horizon - t,
                                        solver=self.solver, time_limit=float(self.time_limit),
                                        mip_gap=float(self.mip_gap), urgency=float(self.urgency),
-                                       must_finish=not self.ctx_.settings.give_up,
-                                       net=self.ctx_.settings.safety_net)
+                                       must_finish=not self.ctx_.give_up,
+                                       net=self.ctx_.safety_net)
         except SolverError as exc:  # the window problem is always feasible: a failure is a bug, not a fallback
             raise PolicyError(f"chc: window {i}, slot {t}: {exc}") from None
         if plan is None:  # time limit without a schedule: counted, reported as the fallback rate

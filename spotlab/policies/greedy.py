@@ -7,8 +7,7 @@ GPUs under the deadline rules of `base.deadline_rules`.
 
 from __future__ import annotations
 
-from ..simulator import Observation
-from .base import OnlinePolicy, deadline_rules, spot_only
+from .base import Observation, OnlinePolicy, deadline_rules, spot_only
 
 
 class Greedy(OnlinePolicy):

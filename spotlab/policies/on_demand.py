@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..simulator import Observation
-from .base import OnlinePolicy
+from .base import Observation, OnlinePolicy
 
 
 class OnDemand(OnlinePolicy):

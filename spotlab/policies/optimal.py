@@ -31,7 +31,7 @@ from ..optimum.dp import AllocationRelaxation, FixedCountDP, ParetoLabelDP, TooM
 from ..optimum.solve import DEFAULT_GAP
 from ..parallel import worker_count
 from ..registry import Params
-from ..simulator import Context, Observation
+from .base import Context, Observation
 
 METHODS = ("auto", "dp", "milp")
 
@@ -64,7 +64,7 @@ def _solve_chunk(problem, avail, sp, od, solver, time_limit, mip_gap, incumbents
 
 class Optimal(Params):
     name = "optimal"
-    uses_safety_net = False
+    online = False  # a hindsight plan: never guarded by the safety net
 
     def __init__(self, solver: str = "highs", time_limit: float = 120.0, mip_gap: float = DEFAULT_GAP,
                  must_finish: bool = True, n_jobs: int = -1, method: str = "auto", warm_start: bool = True):

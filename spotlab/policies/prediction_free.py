@@ -44,7 +44,7 @@ obtainable spot GPUs ``a_t``, work left, allocation held, pending overhead) and 
    rule 1 re-takes ``min(a_t, N_max)``.
 
 5. **Deadline safety net**: the simulator's shared net (SPEC §6) is applied to this policy like to every
-   online policy (``uses_safety_net = True``); on top of it, the two deadline rules of Greedy and Uniform
+   online policy (wrapped in the safety net by `make_policy`); on top of it, the two deadline rules of Greedy and Uniform
    Progress (`base.deadline_rules`), so that the hard deadline also holds under the Can't Be Late guard.
 
 Every request is either idle or N_min..N_max GPUs with spot within ``a_t``. ``theta``, ``sigma`` and
@@ -80,8 +80,7 @@ import math
 import numpy as np
 
 from ..errors import PolicyError
-from ..simulator import EPS, Context, Observation
-from .base import OnlinePolicy, deadline_rules
+from .base import EPS, Context, Observation, OnlinePolicy, deadline_rules
 
 
 class PredictionFree(OnlinePolicy):

@@ -45,8 +45,8 @@ from ..errors import PolicyError
 from ..parallel import worker_count
 from ..market import Market
 from ..selection import adahedge, exp3, hedge, loglog_slope, warm_started
-from ..simulator import Context, Episodes, Observation, simulate
-from .base import OnlinePolicy
+from ..simulator import Episodes, simulate
+from .base import Context, Observation, OnlinePolicy
 
 POOLS: dict[str, list[tuple[str, dict[str, Any]]]] = {
     "default": [
@@ -84,10 +84,11 @@ def member_label(name: str, params: dict[str, Any]) -> str:
     return f"{name}({inner})"
 
 
-def _replay(name: str, params: dict[str, Any], episodes, job, settings, seed: int):
+def _replay(name: str, params: dict[str, Any], episodes, job, settings, seed: int, net: str, give_up: bool):
+    """One member on every round, guarded by the same safety net as the selector itself."""
     from . import make_policy
 
-    res = simulate(make_policy(name, params), episodes, job, settings, seed)
+    res = simulate(make_policy(name, params, safety_net=net, give_up=give_up), episodes, job, settings, seed)
     return res.arrays["o"], res.arrays["s"], res.utility, float(res.policy_report.get("fallback_rate", 0.0))
 
 
@@ -156,7 +157,8 @@ class Select(OnlinePolicy):
         warm_ep = warmup_episodes(ep, ctx.horizon) if self.warmup else None
         sets = [ep] if warm_ep is None else [ep, warm_ep]
         runs = Parallel(n_jobs=worker_count(self.n_jobs))(
-            delayed(_replay)(n, p, e, job, ctx.settings, ctx.seed) for e in sets for n, p in members)
+            delayed(_replay)(n, p, e, job, ctx.settings, ctx.seed, ctx.safety_net, ctx.give_up)
+            for e in sets for n, p in members)
         k = len(members)
         U = np.stack([r[2] for r in runs[:k]], axis=1)  # (rounds, K)
         warm = np.stack([r[2] for r in runs[k:]], axis=1) if warm_ep is not None else None

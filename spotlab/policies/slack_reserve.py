@@ -55,8 +55,7 @@ import math
 import numpy as np
 
 from ..errors import PolicyError
-from ..simulator import Context, Observation, floor_slots
-from .base import OnlinePolicy, deadline_rules, spot_only
+from .base import Context, Observation, OnlinePolicy, deadline_rules, floor_slots, spot_only
 
 
 class SlackReserve(OnlinePolicy):

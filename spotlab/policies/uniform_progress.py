@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..simulator import EPS, Observation
-from .base import OnlinePolicy, deadline_rules, spot_only
+from .base import EPS, Observation, OnlinePolicy, deadline_rules, spot_only
 
 
 class UniformProgress(OnlinePolicy):

@@ -1,0 +1,140 @@
+"""The deadline safety net (SPEC §6), as a wrapper around an online policy.
+
+Why a wrapper: whether a policy is guarded, and by which rule, is a property of how the policy is run,
+not of the market's rules; a wrapper (Gymnasium's idea) keeps the engine free of it and lets any policy,
+including a user's, be guarded or not without the engine knowing. `make_policy` puts it around every
+online policy ("strict" unless told otherwise); hindsight plans are never wrapped.
+
+Variants:
+- "strict": switch to N_max on-demand GPUs when, after the proposed allocation has run this slot,
+  N_max on-demand GPUs could no longer finish by the hard deadline (keeping an intact full allocation
+  with no pending overhead);
+- "cbl": the Can't Be Late guard, which also keeps a spot request whose instance was just preempted
+  (so that slot is lost);
+- "off": no guard.
+
+`give_up=True`: where the net fires and finishing on N_max on-demand GPUs would cost more than the value
+still to be had plus the miss penalty, the job is stopped instead (it earns -miss_penalty and costs
+nothing more): the net then protects the utility, not the completion. Off by default.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from ..errors import PolicyError
+from ..job import Job
+from .base import (EPS, NET_VARIANTS, Context, Observation, ceil_slots, check_action, deadline_pressure, floor_slots,
+                   not_worth_finishing)
+
+
+def _too_late_after(job: Job, obs: Observation, o: np.ndarray, s: np.ndarray, slot_hours: float) -> np.ndarray:
+    """The strict net's trigger: True where, after the proposed allocation has run this slot (by the
+    simulator's rules: spot clipped to what is obtainable, below N_min idle, a change pays the overhead),
+    N_max on-demand GPUs starting next slot (one more restart) could no longer finish by the hard deadline.
+    Counting this slot's own progress makes the net exactly as late as safety allows: a plan that uses spot
+    up to the last safe slot is not overridden, and the deadline still holds whatever spot does next."""
+    dt = slot_hours
+    s_eff = np.minimum(s, obs.avail)
+    n = o + s_eff
+    run = n >= job.n_min
+    n = np.where(run, n, 0)
+    preempted = obs.held_s < obs.prev_s
+    change = run & ((o != obs.prev_o) | (s_eff != obs.prev_s) | preempted)
+    pending = np.where(change, job.overhead_h, obs.pending_h)
+    work = np.where(run, job.throughput(n) * (dt - np.minimum(pending, dt)), 0.0)
+    left_after = obs.remaining - work
+    done = left_after <= EPS * max(1.0, job.work)
+    need = ceil_slots(np.maximum(left_after, 0.0) / job.max_rate + job.overhead_h, dt)
+    slots_after = floor_slots(job.hard_deadline_h - obs.time_h, dt) - 1
+    return ~done & (need > slots_after)
+
+
+def apply_safety_net(job: Job, obs: Observation, o: np.ndarray, s: np.ndarray, variant: str, slot_hours: float,
+                     give_up: bool = False):
+    """Override a proposal where the deadline is at stake: N_max on-demand GPUs, except that a full
+    allocation already running with no pending overhead is kept. Returns (o, s, quit): with `give_up`,
+    `quit` marks the windows where the net stops the job instead (`not_worth_finishing`)."""
+    quit = np.zeros(obs.active.shape, dtype=bool)
+    if variant == "off":
+        return o, s, quit
+    if variant == "cbl":
+        trig = deadline_pressure(job, obs, slot_hours) & obs.active
+    else:
+        trig = _too_late_after(job, obs, o, s, slot_hours) & obs.active
+    if not trig.any():
+        return o, s, quit
+    if give_up:
+        quit = trig & not_worth_finishing(job, obs, slot_hours)
+        trig = trig & ~quit
+        o = np.where(quit, 0, o)
+        s = np.where(quit, 0, s)
+    calm = obs.pending_h <= EPS
+    if variant == "cbl":
+        keep = trig & calm & (obs.prev_s > 0)
+    else:
+        intact = obs.held_s == obs.prev_s
+        keep = trig & calm & intact & (obs.prev_o + obs.prev_s == job.n_max)
+    o = np.where(trig, np.where(keep, obs.prev_o, job.n_max), o)
+    s = np.where(trig, np.where(keep, obs.prev_s, 0), s)
+    return o, s, quit
+
+
+def check_variant(variant: object, give_up: object) -> None:
+    if variant not in NET_VARIANTS:
+        raise PolicyError(f"safety net must be one of {', '.join(NET_VARIANTS)}, got {variant!r}")
+    if not isinstance(give_up, (bool, np.bool_)):
+        raise PolicyError(f"give_up must be true or false, got {give_up!r}")
+
+
+class SafetyNet:
+    """Guard an online policy's proposals with the deadline net (see the module doc).
+
+    The wrapped policy is told the guard through `Context.safety_net` / `Context.give_up`, so a planner can
+    plan within it; `report()` adds the variant and the share of alive slots the net overrode.
+    Attributes not found here are read from the wrapped policy (its parameters, fitted state)."""
+
+    def __init__(self, policy: Any, variant: str = "strict", give_up: bool = False) -> None:
+        check_variant(variant, give_up)
+        if isinstance(policy, SafetyNet):
+            raise PolicyError("the policy already has a safety net; wrap the unwrapped policy (.unwrapped)")
+        self.policy = policy
+        self.variant = variant
+        self.give_up = bool(give_up)
+
+    @property
+    def name(self) -> str:
+        return getattr(self.policy, "name", type(self.policy).__name__)
+
+    @property
+    def unwrapped(self) -> Any:
+        return self.policy
+
+    def __getattr__(self, key: str) -> Any:
+        if key == "policy":  # not set yet (e.g. while unpickling): no recursion
+            raise AttributeError(key)
+        return getattr(self.policy, key)
+
+    def __repr__(self) -> str:
+        return f"SafetyNet({self.policy!r}, variant={self.variant!r}, give_up={self.give_up})"
+
+    def reset(self, ctx: Context) -> None:
+        self._job, self._dt, self._W = ctx.job, ctx.episodes.slot_hours, ctx.episodes.n
+        self._alive = self._overridden = 0
+        self.policy.reset(dataclasses.replace(ctx, safety_net=self.variant, give_up=self.give_up))
+
+    def act(self, obs: Observation):
+        o, s, stop = check_action(self.name, self.policy.act(obs), self._W, obs.t, self._job, obs.active)
+        o2, s2, quit = apply_safety_net(self._job, obs, o, s, self.variant, self._dt, self.give_up)
+        if o2 is not o:
+            self._overridden += int((obs.active & ((o2 != o) | (s2 != s))).sum())
+        self._alive += int(obs.active.sum())
+        return o2, s2, quit | stop
+
+    def report(self) -> dict:
+        inner = self.policy.report() if hasattr(self.policy, "report") else {}
+        return {**inner, "safety_net": self.variant, "give_up": self.give_up,
+                "net_override_rate": self._overridden / self._alive if getattr(self, "_alive", 0) else 0.0}
