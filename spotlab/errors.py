@@ -16,7 +16,11 @@ class DataNotFoundError(SpotlabError):
 
 
 class TraceError(SpotlabError):
-    """A market trace is malformed (missing columns, bad values, wrong order...)."""
+    """A market or job trace is malformed (missing columns, bad values, wrong order...)."""
+
+
+class JobTableError(SpotlabError):
+    """A job table cannot be built or transformed as asked (unknown trace, bad share/load/window parameter)."""
 
 
 class JobError(SpotlabError):
@@ -38,3 +42,31 @@ class PredictionError(SpotlabError):
 class ArgumentError(SpotlabError, TypeError):
     """A Python API function was called with an argument of the wrong kind (a policy name where a policy object
     is expected, a path where a market is expected, None for a job); also a TypeError, which it is."""
+
+
+class ProfileError(SpotlabError):
+    """A throughput profile cannot be built or fitted (bad measured CSV, unknown model/GPU, bad setup...)."""
+
+
+class RunsError(SpotlabError):
+    """A run file or frame is missing, unreadable or malformed; or generator arguments are bad."""
+
+
+class ConfigError(SpotlabError):
+    """A configuration or partial configuration names an unknown parameter or value."""
+
+
+class PredictorError(SpotlabError):
+    """Predictors cannot be fitted or used as asked (empty data, missing columns, one class only...)."""
+
+
+class PredictorNotFittedError(PredictorError, ValueError, AttributeError):
+    """`predict` before `fit` (the bases of scikit-learn's `NotFittedError`, without importing scikit-learn)."""
+
+
+class WorkloadError(SpotlabError):
+    """A trace file or a workload argument is unusable (missing column, bad value, impossible request)."""
+
+
+class SweepError(SpotlabError):
+    """The sweep cannot start as asked (notebook, grid, output or scheduler)."""

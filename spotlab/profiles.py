@@ -83,7 +83,7 @@ from typing import Iterable, Mapping
 import numpy as np
 import pandas as pd
 
-from .errors import SpotlabError
+from .errors import ProfileError
 from .job import Throughput
 
 __all__ = [
@@ -91,10 +91,6 @@ __all__ = [
     "flops_per_token", "memory_gb", "step_breakdown", "trained_params", "achieved_mfu", "METHODS", "profile", "load_measured", "fit_linear",
     "paper_profiles", "job_throughput", "fits_table", "expected_max_normal", "with_setup", "PAPER_COUNTS",
 ]
-
-
-class ProfileError(SpotlabError):
-    """A throughput profile cannot be built or fitted (bad measured CSV, unknown model/GPU, bad setup...)."""
 
 
 # ----------------------------------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ Per slot t (all windows at once):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, Sequence
+from typing import Literal, Sequence
 
 import numpy as np
 import pandas as pd

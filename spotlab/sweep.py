@@ -54,7 +54,7 @@ from typing import Any
 
 import pandas as pd
 
-from .errors import SpotlabError
+from .errors import SweepError
 
 RESULT_FILE = "sweep_result.json"
 RECORD_FILE = "record.json"
@@ -64,10 +64,6 @@ HEARTBEAT_S = 1.0  # how often a running point touches its claim
 STALE_S = 10.0  # a claim untouched this long belongs to a dead attempt
 RESERVED = ("out_dir",)  # set by the sweep for each point
 Scalar = str | int | float | bool | None
-
-
-class SweepError(SpotlabError):
-    """The sweep cannot start as asked (notebook, grid, output or scheduler)."""
 
 
 @dataclass(frozen=True)

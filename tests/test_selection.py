@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from spotlab.errors import PolicyError, SpotlabError
-from spotlab.selection import (
+from spotlab.policies.hedge import (
     SelectionRun,
     adahedge,
     exp3,

@@ -28,14 +28,13 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
 from sklearn.compose import ColumnTransformer
 from sklearn.ensemble import (HistGradientBoostingClassifier, HistGradientBoostingRegressor,
                               RandomForestClassifier, RandomForestRegressor)
-from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.model_selection import GroupShuffleSplit
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import FunctionTransformer, OneHotEncoder, StandardScaler
 from threadpoolctl import threadpool_limits
 
-from ..errors import SpotlabError
+from ..errors import PredictorError, PredictorNotFittedError
 from .space import CATEGORICAL, NUMERIC, PARAMETERS, Config, rule_violations
 
 __all__ = ["PredictorError", "PredictorNotFittedError", "MODELS", "DERIVED", "parameter_features",
@@ -43,14 +42,6 @@ __all__ = ["PredictorError", "PredictorNotFittedError", "MODELS", "DERIVED", "pa
            "fit_predictors", "evaluate", "learning_curve", "unseen_model_error", "predict_space"]
 
 VALID, TPS = "is_valid", "dataset_tokens_per_second"
-
-
-class PredictorError(SpotlabError):
-    """Predictors cannot be fitted or used as asked (empty data, missing columns, one class only...)."""
-
-
-class PredictorNotFittedError(PredictorError, NotFittedError):
-    """`predict` before `fit` (also a scikit-learn `NotFittedError`, so sklearn tooling recognises it)."""
 
 
 MODELS = ("hgb", "rf", "linear")

@@ -18,15 +18,11 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from ..errors import SpotlabError
+from ..errors import RunsError
 from .perf import DEFAULT, PerfModel
 from .space import CATEGORICAL, NUMERIC, Config, enumerate_space
 
 __all__ = ["RunsError", "SCHEMA", "OPTIONAL", "UNKNOWN_SOFTWARE", "load_runs", "generate_runs", "write_runs"]
-
-
-class RunsError(SpotlabError):
-    """A run file or frame is missing, unreadable or malformed; or generator arguments are bad."""
 
 
 SCHEMA = ("model_name", "method", "gpu_model", "number_gpus", "batch_size", "tokens_per_sample", "is_valid",

@@ -22,14 +22,10 @@ from typing import Any, Iterable, Mapping
 
 import pandas as pd
 
-from ..errors import SpotlabError
+from ..errors import ConfigError
 
 __all__ = ["ConfigError", "Config", "PARAMETERS", "CATEGORICAL", "NUMERIC", "VALUES", "rule_violations",
            "enumerate_space", "space_frame", "as_config"]
-
-
-class ConfigError(SpotlabError):
-    """A configuration or partial configuration names an unknown parameter or value."""
 
 
 CATEGORICAL = ("model_name", "method", "gpu_model", "software_version")

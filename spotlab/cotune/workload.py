@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..errors import SpotlabError
+from ..errors import WorkloadError
 
 __all__ = ["ALIBABA_PODS", "PHILLY_RUNTIMES", "TraceJob", "WorkloadError", "load_alibaba_pods",
            "load_philly_runtimes", "observed_start", "resampled_workload", "trace_workload"]
@@ -33,10 +33,6 @@ PHILLY_RUNTIMES = "traces/philly/philly_job_runtime_seconds.csv"
 
 POD_COLUMNS = ("creation_time", "num_gpu", "gpu_milli", "pod_phase")
 _SHOWN_ROWS = 5  # how many offending rows an error message lists
-
-
-class WorkloadError(SpotlabError):
-    """A trace file or a workload argument is unusable (missing column, bad value, impossible request)."""
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,7 @@ from ..errors import PolicyError, TraceError
 from ..market import Market
 from ..policies import make_policy
 from ..policies.select import ALGORITHMS, known_from
-from ..selection import SelectionRun, adahedge, exp3, hedge, loglog_slope, regret_bound_hedge, warm_started
+from ..policies.hedge import SelectionRun, adahedge, exp3, hedge, loglog_slope, regret_bound_hedge, warm_started
 from ..simulator import SimSettings, horizon_slots, simulate
 from . import setups
 

@@ -44,7 +44,7 @@ import numpy as np
 from ..errors import PolicyError
 from ..parallel import worker_count
 from ..market import Market
-from ..selection import adahedge, exp3, hedge, loglog_slope, warm_started
+from .hedge import adahedge, exp3, hedge, loglog_slope, warm_started
 from ..simulator import Episodes, simulate
 from .base import Context, Observation, OnlinePolicy
 

@@ -1,0 +1,581 @@
+"""Hedge, AdaHedge and EXP3 over a pool of K scheduling policies: the algorithms of A3 (`policies.select`, SPEC §6).
+
+A *round* is one job run on one market window. The market is exogenous, so after each round every pool
+member can be replayed on the same window and its utility is known: that is the full-information
+(experts) setting, where Hedge is the right tool. EXP3 is the bandit ablation, in which only the chosen
+member's utility is seen; comparing the two shows what the replays buy.
+
+This module is the pure algorithm: it takes the matrix of member utilities ``U`` (rounds × K), already
+computed, and says which member each round would have run. Utilities become losses in [0, 1] through a
+known range ``[lo, hi]`` so that the regret bounds, which assume losses in [0, 1], apply.
+
+References:
+- N. Cesa-Bianchi, G. Lugosi, *Prediction, Learning, and Games*, Cambridge UP 2006, Thm 2.2 (fixed η)
+  and Thm 2.3 (time-varying η_t).
+- S. Bubeck, N. Cesa-Bianchi, *Regret Analysis of Stochastic and Nonstochastic Multi-armed Bandit
+  Problems*, Found. Trends ML 5(1), 2012, §3.1 (loss-based EXP3, Thm 3.1 and its anytime variant).
+- S. de Rooij, T. van Erven, P. Grünwald, W. Koolen, *Follow the Leader If You Can, Hedge If You Must*,
+  JMLR 15, 2014 (AdaHedge: the learning rate from the observed mixability gap).
+- P. Auer, N. Cesa-Bianchi, Y. Freund, R. Schapire, *The Nonstochastic Multiarmed Bandit Problem*,
+  SIAM J. Comput. 32(1), 2002 (explicit uniform exploration γ).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..errors import PolicyError
+
+__all__ = [
+    "SelectionRun",
+    "losses_from_utilities",
+    "hedge",
+    "adahedge",
+    "exp3",
+    "warm_started",
+    "regret_bound_hedge",
+    "regret_bound_exp3",
+    "loglog_slope",
+]
+
+
+# --------------------------------------------------------------------------------------------- checks
+
+
+def _check_range(lo: float, hi: float) -> tuple[float, float]:
+    try:
+        lo_f, hi_f = float(lo), float(hi)
+    except (TypeError, ValueError):
+        raise PolicyError(f"utility range must be two numbers, got lo={lo!r}, hi={hi!r}") from None
+    if not (math.isfinite(lo_f) and math.isfinite(hi_f)):
+        raise PolicyError(f"utility range must be finite, got lo={lo_f}, hi={hi_f}")
+    if lo_f >= hi_f:
+        raise PolicyError(f"utility range needs lo < hi, got lo={lo_f}, hi={hi_f}")
+    return lo_f, hi_f
+
+
+def _check_utilities(U) -> np.ndarray:
+    try:
+        arr = np.array(U, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise PolicyError(f"utilities must be numeric: {exc}") from None
+    if arr.ndim != 2:
+        raise PolicyError(f"utilities must have shape (rounds, K), got an array of shape {arr.shape}")
+    rounds, k = arr.shape
+    if k < 1:
+        raise PolicyError(f"the pool needs at least one member (K >= 1), got K={k} (shape {arr.shape})")
+    if rounds < 1:
+        raise PolicyError(f"utilities need at least one round, got shape {arr.shape}")
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        r, m = np.argwhere(bad)[0]
+        kind = "NaN" if np.isnan(arr[r, m]) else "infinite"
+        raise PolicyError(
+            f"utilities must be finite: {int(bad.sum())} entries are NaN or infinite, "
+            f"first at round {int(r)}, member {int(m)} ({kind})"
+        )
+    arr.setflags(write=False)
+    return arr
+
+
+def _check_positive_int(value, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise PolicyError(f"{what} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def _check_seed(seed) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise PolicyError(f"seed must be a non-negative integer, got {seed!r}")
+    return int(seed)
+
+
+def _check_names(names: Sequence[str] | None, k: int) -> tuple[str, ...]:
+    if names is None or len(names) == 0:
+        return tuple(f"m{i}" for i in range(k))
+    out = tuple(names)
+    if len(out) != k:
+        raise PolicyError(f"names must give one name per member: {len(out)} names for K={k} members")
+    if not all(isinstance(n, str) and n for n in out):
+        raise PolicyError(f"member names must be non-empty strings, got {out!r}")
+    if len(set(out)) != k:
+        raise PolicyError(f"member names must be distinct, got {out!r}")
+    return out
+
+
+def _eta_schedule(
+    eta, horizon, rounds: int, fixed: Callable[[int], float], anytime: Callable[[np.ndarray], np.ndarray]
+) -> np.ndarray:
+    """One learning rate per round: ``eta`` if given, else the horizon-tuned rate, else the anytime one.
+
+    ``fixed(T)`` is the rate tuned for horizon T and ``anytime(t)`` the per-round schedule; they are passed
+    in so that Hedge and EXP3 share the precedence rules and the checks.
+    """
+    if horizon is not None:
+        horizon = _check_positive_int(horizon, "horizon")
+        if horizon < rounds:
+            raise PolicyError(
+                f"horizon={horizon} is shorter than the {rounds} rounds given; the tuned learning rate "
+                "and its regret bound only hold up to the horizon"
+            )
+    if eta is not None:
+        try:
+            eta_f = float(eta)
+        except (TypeError, ValueError):
+            raise PolicyError(f"eta must be a number, got {eta!r}") from None
+        if not (math.isfinite(eta_f) and eta_f > 0):
+            raise PolicyError(f"eta must be a finite positive number, got {eta!r}")
+        return np.full(rounds, eta_f)
+    if horizon is not None:
+        return np.full(rounds, fixed(horizon))
+    return anytime(np.arange(1, rounds + 1, dtype=float))
+
+
+# ------------------------------------------------------------------------------------------ primitives
+
+
+def _check_known_from(known_from, rounds: int) -> np.ndarray:
+    """`known_from[i]`: the first round whose choice may use round i's outcome (default i + 1)."""
+    if known_from is None:
+        return np.arange(1, rounds + 1)
+    arr = np.asarray(known_from)
+    if arr.shape != (rounds,) or not np.issubdtype(arr.dtype, np.integer):
+        raise PolicyError(f"known_from must be {rounds} whole round indices (got shape {arr.shape})")
+    bad = np.flatnonzero(arr <= np.arange(rounds))
+    if bad.size:
+        i = int(bad[0])
+        raise PolicyError(f"known_from[{i}] = {arr[i]}: a round's outcome is known only after it, i.e. from "
+                          f"round {i + 1} on")
+    return arr.astype(np.int64)
+
+
+def _prepare(U, lo, hi, seed, names) -> tuple[float, float, np.ndarray, int, tuple[str, ...]]:
+    """The checks every algorithm starts with: range, utilities, seed, member names."""
+    lo, hi = _check_range(lo, hi)
+    arr = _check_utilities(U)
+    return lo, hi, arr, _check_seed(seed), _check_names(names, arr.shape[1])
+
+
+def _result(algorithm: str, U: np.ndarray, p: np.ndarray, chosen: np.ndarray, etas: np.ndarray, seed: int,
+            lo: float, hi: float, names: tuple[str, ...], gamma: float = 0.0) -> SelectionRun:
+    rounds = U.shape[0]
+    return SelectionRun(algorithm=algorithm, member_utilities=U, probabilities=p, chosen=chosen,
+                        utility_chosen=U[np.arange(rounds), chosen], utility_expected=np.einsum("tk,tk->t", p, U),
+                        eta=etas, seed=seed, lo=lo, hi=hi, gamma=gamma, names=names)
+
+
+def _arrivals(known: np.ndarray) -> dict[int, list[int]]:
+    """Round r -> the earlier rounds whose outcomes become known just before r is chosen."""
+    out: dict[int, list[int]] = {}
+    for i, r in enumerate(known.tolist()):
+        out.setdefault(r, []).append(i)
+    return out
+
+
+def _known_before(loss: np.ndarray, known_from: np.ndarray) -> np.ndarray:
+    """Per round r, the cumulative losses of the rounds whose outcome is known when r is chosen."""
+    rounds, k = loss.shape
+    add = np.zeros((rounds + 1, k))
+    np.add.at(add, np.minimum(known_from, rounds), loss)
+    return np.cumsum(add, axis=0)[:rounds]
+
+
+def losses_from_utilities(U, lo: float, hi: float) -> np.ndarray:
+    """Losses in [0, 1]: ``(hi - u) / (hi - lo)``, clipped.
+
+    The regret bounds assume losses in [0, 1]; a utility outside ``[lo, hi]`` is clipped, so regret bounds
+    stated in utility units only hold when every utility lies in the range.
+    """
+    lo, hi = _check_range(lo, hi)
+    arr = _check_utilities(U)
+    return np.clip((hi - arr) / (hi - lo), 0.0, 1.0)
+
+
+def _softmax_neg(eta: np.ndarray, L: np.ndarray) -> np.ndarray:
+    """Rows of ``exp(-eta * L)`` normalised, via log-sum-exp (the least loss gets exponent 0)."""
+    z = -np.asarray(eta)[..., None] * L
+    z = z - z.max(axis=-1, keepdims=True)
+    w = np.exp(z)
+    return w / w.sum(axis=-1, keepdims=True)
+
+
+def _draw(p: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """Inverse-CDF draw per row: the first member whose cumulative probability exceeds ``u``.
+
+    Explicit uniforms (rather than ``rng.choice``) make Hedge and EXP3 use the same random stream, so a
+    seed means the same thing for both; members with probability 0 are never drawn.
+    """
+    cdf = np.cumsum(p, axis=-1)
+    idx = (cdf <= (u * cdf[..., -1])[..., None]).sum(axis=-1)
+    return np.minimum(idx, p.shape[-1] - 1)
+
+
+# ---------------------------------------------------------------------------------------------- result
+
+
+@dataclass(frozen=True, eq=False)
+class SelectionRun:
+    """What an online selector did, round by round, and how it compares with each fixed member.
+
+    Arrays are read-only. ``probabilities[t]`` are the weights *before* round t is seen; ``chosen[t]`` is
+    the member drawn from them; ``utility_expected[t] = probabilities[t] @ member_utilities[t]`` is the
+    utility in expectation over that draw (for EXP3 it uses the utilities of members it did not see, for
+    evaluation only).
+    """
+
+    algorithm: str
+    member_utilities: np.ndarray  # (rounds, K)
+    probabilities: np.ndarray  # (rounds, K)
+    chosen: np.ndarray  # (rounds,) int
+    utility_chosen: np.ndarray  # (rounds,)
+    utility_expected: np.ndarray  # (rounds,)
+    eta: np.ndarray  # (rounds,) learning rate used to form probabilities[t]
+    seed: int
+    lo: float
+    hi: float
+    gamma: float = 0.0
+    names: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        # Copies, so that making them read-only never freezes an array the caller still owns.
+        U = np.array(self.member_utilities, dtype=float)
+        if U.ndim != 2:
+            raise PolicyError(f"member_utilities must have shape (rounds, K), got {U.shape}")
+        rounds, k = U.shape
+        arrays = {
+            "probabilities": (np.array(self.probabilities, dtype=float), (rounds, k)),
+            "chosen": (np.array(self.chosen, dtype=np.int64), (rounds,)),
+            "utility_chosen": (np.array(self.utility_chosen, dtype=float), (rounds,)),
+            "utility_expected": (np.array(self.utility_expected, dtype=float), (rounds,)),
+            "eta": (np.array(self.eta, dtype=float), (rounds,)),
+        }
+        for name, (arr, shape) in arrays.items():
+            if arr.shape != shape:
+                raise PolicyError(f"{name} must have shape {shape}, got {arr.shape}")
+            arr.setflags(write=False)
+            object.__setattr__(self, name, arr)
+        U.setflags(write=False)
+        object.__setattr__(self, "member_utilities", U)
+        object.__setattr__(self, "names", _check_names(self.names, k))
+
+    @property
+    def rounds(self) -> int:
+        return int(self.member_utilities.shape[0])
+
+    @property
+    def n_members(self) -> int:
+        return int(self.member_utilities.shape[1])
+
+    def cumulative_regret(self, expected: bool = True) -> np.ndarray:
+        """Regret after each round, in utility units, against the best fixed member *up to that round*.
+
+        ``max_k sum_{s<=t} U[s, k] - sum_{s<=t} u_alg[s]``, with ``u_alg`` the expected utility (default;
+        removes the selector's own sampling noise) or the realised one. It can be negative.
+        """
+        best = np.cumsum(self.member_utilities, axis=0).max(axis=1)
+        own = self.utility_expected if expected else self.utility_chosen
+        return best - np.cumsum(own)
+
+    @property
+    def best_member(self) -> int:
+        """Index of the best fixed member over all rounds (the lowest index on ties)."""
+        return int(np.argmax(self.member_utilities.sum(axis=0)))
+
+    @property
+    def regret(self) -> float:
+        """Final expected regret against the best fixed member in hindsight."""
+        return float(self.cumulative_regret(expected=True)[-1])
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per round (rounds numbered from 1): choice, utilities, regrets, η and the weights.
+
+        Columns: ``round, chosen, member, utility_chosen, utility_expected, regret, regret_realised, eta``
+        and one ``weight_<name>`` column per member (the probabilities before the round).
+        """
+        df = pd.DataFrame(
+            {
+                "round": np.arange(1, self.rounds + 1),
+                "chosen": self.chosen,
+                "member": [self.names[i] for i in self.chosen],
+                "utility_chosen": self.utility_chosen,
+                "utility_expected": self.utility_expected,
+                "regret": self.cumulative_regret(expected=True),
+                "regret_realised": self.cumulative_regret(expected=False),
+                "eta": self.eta,
+            }
+        )
+        for i, name in enumerate(self.names):
+            df[f"weight_{name}"] = self.probabilities[:, i]
+        return df
+
+
+# ------------------------------------------------------------------------------------------ algorithms
+
+
+def hedge(
+    U,
+    lo: float,
+    hi: float,
+    eta: float | None = None,
+    horizon: int | None = None,
+    seed: int = 0,
+    names: Sequence[str] | None = None,
+    known_from: Sequence[int] | None = None,
+) -> SelectionRun:
+    """Hedge (exponentially weighted forecaster) with full information.
+
+    `known_from[i]` is the first round whose choice may use round i's outcome (default i + 1): when jobs
+    overlap in time, a job's utility is known only once it has ended (delayed feedback).
+
+    Round t plays ``p_t ∝ exp(-η_t L_{t-1})``, with ``L_{t-1}`` each member's cumulative loss over the
+    earlier rounds (losses from `losses_from_utilities`), computed with log-sum-exp so that large
+    cumulative losses do not underflow. Learning rate, in order of precedence:
+
+    - ``eta`` given: that fixed rate (``horizon``, if also given, is only checked against the rounds);
+    - ``horizon`` T given: ``η = sqrt(8 ln K / T)``, for which the expected regret after any n <= T rounds
+      is at most ``(hi - lo) sqrt(T ln K / 2)`` (Cesa-Bianchi & Lugosi 2006, Thm 2.2);
+    - neither: the anytime schedule ``η_t = sqrt(8 ln K / t)``, which needs no horizon and no doubling
+      trick, at the price of a constant ~2 in the bound (Thm 2.3; see `regret_bound_hedge`).
+
+    The member run in round t is drawn from ``p_t`` with ``np.random.default_rng(seed)``; the
+    probabilities themselves do not depend on the seed (every member's loss is observed).
+    """
+    lo, hi, arr, seed, names_t = _prepare(U, lo, hi, seed, names)
+    rounds, k = arr.shape
+    loss = losses_from_utilities(arr, lo, hi)
+    ln_k = math.log(k)
+    etas = _eta_schedule(
+        eta, horizon, rounds,
+        fixed=lambda T: math.sqrt(8 * ln_k / T),
+        anytime=lambda t: np.sqrt(8 * ln_k / t),
+    )
+    before = _known_before(loss, _check_known_from(known_from, rounds))  # L_{t-1} (what is known)
+    p = _softmax_neg(etas, before)
+    rng = np.random.default_rng(seed)
+    chosen = _draw(p, rng.random(rounds))
+    return _result("hedge", arr, p, chosen, etas, seed, lo, hi, names_t, 0.0)
+
+
+def _mixability_gap(p: np.ndarray, loss: np.ndarray, eta: float) -> float:
+    """Expected loss minus mix loss of one round (>= 0); at eta = inf the mix loss is the least loss."""
+    expected = float(p @ loss)
+    if math.isinf(eta):
+        mix = float(loss[p > 0].min())
+    else:
+        base = float(loss.min())
+        mix = base - math.log(float(p @ np.exp(-eta * (loss - base)))) / eta
+    return max(expected - mix, 0.0)
+
+
+def adahedge(U, lo: float, hi: float, seed: int = 0, names: Sequence[str] | None = None,
+             known_from: Sequence[int] | None = None) -> SelectionRun:
+    """Hedge with the AdaHedge learning rate (de Rooij et al. 2014): ``η_t = ln K / Δ_{t-1}``, where Δ is
+    the cumulative mixability gap (expected loss minus mix loss) of the rounds so far.
+
+    Why: the worst-case rates of `hedge` are tuned to losses spread over the whole range [lo, hi], but the
+    members of a pool usually differ by a few percent of it, so those rates barely move the weights in a
+    few hundred rounds. AdaHedge adapts to the losses actually seen: it plays follow-the-leader while that
+    is safe (Δ = 0, η = ∞) and never does worse than a constant times Hedge's bound,
+    regret <= 2 sqrt(L* (T - L*) ln K / T) + (16/3) ln K + 2 in [0, 1] losses (L* the best member's loss;
+    their Thm 8), scaled by (hi - lo). With delayed feedback (`known_from`, see `hedge`) a round's loss and
+    its mixability gap (with the weights and rate it was played with) enter when its outcome is known.
+    """
+    lo, hi, arr, seed, names_t = _prepare(U, lo, hi, seed, names)
+    rounds, k = arr.shape
+    loss = losses_from_utilities(arr, lo, hi)
+    ln_k = math.log(k)
+    arrivals = _arrivals(_check_known_from(known_from, rounds))
+    cum = np.zeros(k)
+    gap = 0.0
+    p = np.empty((rounds, k))
+    etas = np.empty(rounds)
+    for t in range(rounds):
+        for i in arrivals.get(t, ()):  # outcomes that became known before round t
+            gap += _mixability_gap(p[i], loss[i], etas[i])
+            cum += loss[i]
+        eta = math.inf if gap <= 0 else ln_k / gap
+        if math.isinf(eta):
+            lead = (cum <= cum.min() + 1e-12).astype(float)
+            pt = lead / lead.sum()
+        else:
+            z = np.exp(-eta * (cum - cum.min()))
+            pt = z / z.sum()
+        p[t], etas[t] = pt, eta
+    rng = np.random.default_rng(seed)
+    chosen = _draw(p, rng.random(rounds))
+    return _result("adahedge", arr, p, chosen, etas, seed, lo, hi, names_t, 0.0)
+
+
+def exp3(
+    U,
+    lo: float,
+    hi: float,
+    gamma: float | None = None,
+    eta: float | None = None,
+    horizon: int | None = None,
+    seed: int = 0,
+    names: Sequence[str] | None = None,
+    known_from: Sequence[int] | None = None,
+) -> SelectionRun:
+    """EXP3, the bandit ablation: only the chosen member's utility is used (`known_from` as in `hedge`).
+
+    This is the *loss-based* EXP3 of Bubeck & Cesa-Bianchi (2012, §3.1): ``q_t ∝ exp(-η_t L̂_{t-1})`` with
+    importance-weighted loss estimates ``l̂_{i,t} = l_{i,t} 1{I_t = i} / p_{i,t}`` (unbiased, and
+    non-negative, so no explicit exploration is needed). Learning rate, in order of precedence: ``eta``
+    fixed; ``horizon`` T → ``η = sqrt(2 ln K / (T K))``, pseudo-regret <= ``(hi-lo) sqrt(2 T K ln K)``
+    (their Thm 3.1); neither → anytime ``η_t = sqrt(ln K / (t K))``, pseudo-regret <=
+    ``(hi-lo) 2 sqrt(T K ln K)``.
+
+    ``gamma`` (default 0) mixes in uniform exploration as in Auer et al. (2002):
+    ``p_t = (1 - γ) q_t + γ / K``. It caps the importance weights at K/γ and adds at most ``γ T (hi-lo)``
+    to the regret; it is there for ablations, not needed by the bound above.
+
+    The draws use ``np.random.default_rng(seed)`` with the same stream as `hedge`; unlike Hedge, the
+    probabilities depend on the seed (they depend on what was drawn).
+    """
+    lo, hi, arr, seed, names_t = _prepare(U, lo, hi, seed, names)
+    rounds, k = arr.shape
+    if gamma is None:
+        gamma_f = 0.0
+    else:
+        try:
+            gamma_f = float(gamma)
+        except (TypeError, ValueError):
+            raise PolicyError(f"gamma must be a number in [0, 1], got {gamma!r}") from None
+        if not (0.0 <= gamma_f <= 1.0):
+            raise PolicyError(f"gamma must be in [0, 1], got {gamma!r}")
+    loss = losses_from_utilities(arr, lo, hi)
+    ln_k = math.log(k)
+    etas = _eta_schedule(
+        eta, horizon, rounds,
+        fixed=lambda T: math.sqrt(2 * ln_k / (T * k)),
+        anytime=lambda t: np.sqrt(ln_k / (t * k)),
+    )
+    rng = np.random.default_rng(seed)
+    u = rng.random(rounds)
+    arrivals = _arrivals(_check_known_from(known_from, rounds))
+    L_hat = np.zeros(k)
+    p = np.empty((rounds, k))
+    chosen = np.empty(rounds, dtype=np.int64)
+    for r in range(rounds):
+        for j in arrivals.get(r, ()):
+            L_hat[chosen[j]] += loss[j, chosen[j]] / p[j, chosen[j]]
+        q = _softmax_neg(etas[r], L_hat)
+        p[r] = (1.0 - gamma_f) * q + gamma_f / k
+        chosen[r] = int(_draw(p[r], u[r]))
+    return _result("exp3", arr, p, chosen, etas, seed, lo, hi, names_t, gamma_f)
+
+
+def warm_started(algorithm: Callable[..., SelectionRun], warm, U, lo: float, hi: float,
+                 known_from: Sequence[int] | None = None, **kwargs) -> SelectionRun:
+    """Run `algorithm` (`hedge`, `adahedge` or `exp3`) on the rounds `U` after the warm-up rounds `warm`.
+
+    The warm-up rounds are jobs that ended before the first round started (the trace's past, where every
+    member can be replayed too): the selector starts from what they teach instead of from uniform weights,
+    which is the same as having run it on them. Their outcomes are all known by the first round; the
+    result covers the rounds of `U` only (choices, weights and regret), so the regret is still measured
+    against the best fixed member on those rounds. `known_from` indexes the rounds of `U` as in `hedge`.
+    With no warm-up rows this is `algorithm` itself.
+    """
+    arr = _check_utilities(U)
+    w = np.asarray(warm, dtype=float).reshape(-1, arr.shape[1]) if warm is not None else np.empty((0, arr.shape[1]))
+    n0, rounds = w.shape[0], arr.shape[0]
+    if n0 == 0:
+        return algorithm(arr, lo, hi, known_from=known_from, **kwargs)
+    if not np.all(np.isfinite(w)):
+        raise PolicyError("warm-up utilities must be finite numbers")
+    known = _check_known_from(known_from, rounds)
+    full_known = np.concatenate([np.arange(1, n0 + 1), known + n0])
+    run = algorithm(np.vstack([w, arr]), lo, hi, known_from=full_known, **kwargs)
+    p = run.probabilities[n0:]
+    return SelectionRun(algorithm=run.algorithm, member_utilities=arr, probabilities=p, chosen=run.chosen[n0:],
+                        utility_chosen=run.utility_chosen[n0:], utility_expected=run.utility_expected[n0:],
+                        eta=run.eta[n0:], seed=run.seed, lo=run.lo, hi=run.hi, gamma=run.gamma, names=run.names)
+
+
+# ---------------------------------------------------------------------------------------------- theory
+
+
+def _bound_args(T, K, lo, hi) -> tuple[np.ndarray, int, float]:
+    lo, hi = _check_range(lo, hi)
+    K = _check_positive_int(K, "K")
+    try:
+        T_arr = np.asarray(T, dtype=float)
+    except (TypeError, ValueError):
+        raise PolicyError(f"T must be a positive number of rounds, got {T!r}") from None
+    if T_arr.size == 0 or not np.all(np.isfinite(T_arr)) or np.any(T_arr < 1):
+        raise PolicyError(f"T must be >= 1 (rounds), got {T!r}")
+    return T_arr, K, hi - lo
+
+
+def regret_bound_hedge(T, K: int, lo: float, hi: float, anytime: bool = False):
+    """Worst-case bound on Hedge's expected regret after T rounds, in utility units (T may be an array).
+
+    From Cesa-Bianchi & Lugosi, *Prediction, Learning, and Games* (2006), losses in [0, 1] scaled by
+    ``hi - lo``:
+
+    - fixed ``η = sqrt(8 ln K / T)`` (Thm 2.2): ``(hi - lo) sqrt(T ln K / 2)``. The proof gives
+      ``ln K / η + n η / 8`` after n rounds, so the same value bounds the regret at every n <= T;
+    - anytime ``η_t = sqrt(8 ln K / t)`` (Thm 2.3): ``(hi - lo) (sqrt(2 T ln K) + sqrt(ln K / 8))``, i.e.
+      twice the fixed-η bound plus a constant, holding for every T simultaneously.
+
+    Valid only when every utility lies in ``[lo, hi]`` (otherwise losses are clipped).
+    """
+    T_arr, K, scale = _bound_args(T, K, lo, hi)
+    ln_k = math.log(K)
+    if anytime:
+        out = scale * (np.sqrt(2 * T_arr * ln_k) + math.sqrt(ln_k / 8))
+    else:
+        out = scale * np.sqrt(T_arr * ln_k / 2)
+    return float(out) if out.ndim == 0 else out
+
+
+def regret_bound_exp3(T, K: int, lo: float, hi: float, anytime: bool = False):
+    """Bound on loss-based EXP3's pseudo-regret (γ = 0), in utility units (Bubeck & Cesa-Bianchi 2012).
+
+    Fixed ``η = sqrt(2 ln K / (T K))``: ``(hi - lo) sqrt(2 T K ln K)``; anytime
+    ``η_t = sqrt(ln K / (t K))``: ``(hi - lo) 2 sqrt(T K ln K)``. Larger than Hedge's by about sqrt(K):
+    the price of seeing one member per round.
+    """
+    T_arr, K, scale = _bound_args(T, K, lo, hi)
+    ln_k = math.log(K)
+    out = scale * (2 * np.sqrt(T_arr * K * ln_k) if anytime else np.sqrt(2 * T_arr * K * ln_k))
+    return float(out) if out.ndim == 0 else out
+
+
+def loglog_slope(rounds, regret, start: int = 10) -> float:
+    """Least-squares slope of log(regret) against log(round), over rounds >= ``start`` with regret > 0.
+
+    The empirical check of SPEC §6 A3: regret growing like sqrt(T) gives slope 0.5, bounded regret (a
+    selector that has locked onto the best member) gives a slope that tends to 0, linear regret (no
+    learning) slope 1. ``start`` (default 10) skips the first rounds, where the best member in hindsight
+    is still changing and the regret is mostly noise. Rounds with non-positive regret are ignored (the
+    logarithm is undefined there); fewer than 3 usable points raise `PolicyError`.
+    """
+    try:
+        r = np.asarray(rounds, dtype=float)
+        g = np.asarray(regret, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise PolicyError(f"rounds and regret must be numeric: {exc}") from None
+    if r.ndim != 1 or g.ndim != 1 or r.shape != g.shape:
+        raise PolicyError(
+            f"rounds and regret must be 1-D arrays of the same length, got shapes {r.shape} and {g.shape}"
+        )
+    if not np.all(np.isfinite(r)) or np.any(r <= 0):
+        raise PolicyError("rounds must be finite and positive (numbered from 1)")
+    use = (r >= start) & np.isfinite(g) & (g > 0)
+    n = int(use.sum())
+    if n < 3:
+        raise PolicyError(
+            f"loglog_slope needs at least 3 rounds >= start={start} with positive regret, got {n}"
+        )
+    x, y = np.log(r[use]), np.log(g[use])
+    if np.ptp(x) == 0:
+        raise PolicyError("loglog_slope needs at least two distinct rounds")
+    slope, _ = np.polyfit(x, y, 1)
+    return float(slope)
