@@ -9,6 +9,7 @@ import inspect
 from typing import Any, Mapping
 
 from .errors import SpotlabError
+from .params import Params, init_parameters  # noqa: F401  (re-exported: their old home)
 
 
 def load_class(registry: Mapping[str, str], name: str, kind: str, error: type[SpotlabError]) -> type:
@@ -46,29 +47,6 @@ def coerce(value: Any, annotation: Any, default: Any) -> Any:
     return value
 
 
-def init_parameters(cls: type) -> dict[str, inspect.Parameter]:
-    """The keyword parameters of `cls.__init__`: what a registered class can be configured with."""
-    sig = inspect.signature(cls.__init__)
-    return {k: p for k, p in sig.parameters.items()
-            if k != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
-
-
-class Params:
-    """scikit-learn's convention for registered classes: every `__init__` parameter is stored under
-    its own name, so parameters can be listed, printed and used to build a fresh copy."""
-
-    @classmethod
-    def param_names(cls) -> list[str]:
-        return list(init_parameters(cls))
-
-    def get_params(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.param_names()}
-
-    def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
-        return f"{type(self).__name__}({args})"
-
-
 def build(cls: type, params: Mapping[str, Any], label: str, error: type[SpotlabError]) -> Any:
     """`cls(**params)` with strings converted; unknown or invalid parameters raise `error` naming them."""
     accepted = init_parameters(cls)
@@ -83,6 +61,9 @@ def build(cls: type, params: Mapping[str, Any], label: str, error: type[SpotlabE
         except ValueError:
             raise error(f"{label}: parameter {k}={v!r} is not a valid {accepted[k].annotation}") from None
     try:
-        return cls(**kwargs)
+        obj = cls(**kwargs)
     except (TypeError, ValueError) as exc:
         raise error(f"{label}: {exc}") from None
+    if callable(getattr(obj, "check_params", None)):
+        obj.check_params()  # a bad value fails here, before any data is read
+    return obj

@@ -142,10 +142,10 @@ def test_a_failing_solve_is_an_error_not_a_fallback(monkeypatch):
 
 @pytest.mark.parametrize("params, msg", [
     ({"v": 8, "w": 4}, "commitment level v=8 cannot exceed the window w=4"),
-    ({"predictor": "crystal_ball"}, "unknown predictor 'crystal_ball'"),
+    ({"predictor": "crystal_ball"}, "predictor must be 'oracle' or one of .*got 'crystal_ball'"),
     ({"predictor": "arima", "sigma": 0.2}, "sigma is the error of predictor='oracle'"),
-    ({"quantile": 1.5}, "quantile must be a probability"),
-    ({"solver": "cplex"}, "unknown solver 'cplex'"),
+    ({"quantile": 1.5}, r"quantile must be None or a finite number in \(0, 1\)"),
+    ({"solver": "cplex"}, r"solver must be one of 'glpk', 'highs' \(got 'cplex'\)"),
     ({"w": 0}, "w must be a whole number >= 1"),
 ])
 def test_bad_parameters(params, msg):

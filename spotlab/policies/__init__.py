@@ -1,44 +1,10 @@
-"""The policy registry: one line per policy. `make_policy("greedy")` builds one by name.
+"""Scheduling policies: the baselines, A1 (`chc`), A2 (`prediction_free`), A3 (`select`) and the offline optimum.
 
 A new policy is one small module with a class (parameters in `__init__`, `reset(ctx)`,
 `act(obs) -> (on_demand, spot)`; the interface is `policies.base`) and one line in `REGISTRY`.
 `make_policy` puts the deadline safety net (`policies.safety_net`) around every online policy.
 """
 
-from __future__ import annotations
+from .registry import REGISTRY, make_policy, policy_class
 
-from typing import Any, Mapping
-
-from ..errors import PolicyError
-from ..registry import build, load_class
-
-REGISTRY: dict[str, str] = {
-    "on_demand": "spotlab.policies.on_demand:OnDemand",
-    "greedy": "spotlab.policies.greedy:Greedy",
-    "uniform_progress": "spotlab.policies.uniform_progress:UniformProgress",
-    "optimal": "spotlab.policies.optimal:Optimal",
-    "chc": "spotlab.policies.chc:CHC",
-    "select": "spotlab.policies.select:Select",
-    "prediction_free": "spotlab.policies.prediction_free:PredictionFree",
-    "slack_reserve": "spotlab.policies.slack_reserve:SlackReserve",
-}
-
-
-def policy_class(name: str) -> type:
-    return load_class(REGISTRY, name, "policy", PolicyError)
-
-
-def make_policy(name: str, params: Mapping[str, Any] | None = None, safety_net: str = "strict",
-                give_up: bool = False) -> Any:
-    """Build a registered policy; unknown names or parameters give a `PolicyError` listing the valid ones.
-
-    An online policy comes wrapped in the deadline safety net `safety_net` ("strict", "cbl" for the Can't Be
-    Late guard, "off": unwrapped), with `give_up` (see `policies.safety_net`); a hindsight plan
-    (`online = False`, the optimum) is returned as it is."""
-    from .safety_net import SafetyNet, check_variant
-
-    check_variant(safety_net, give_up)
-    policy = build(policy_class(name), dict(params or {}), f"policy {name!r}", PolicyError)
-    if not getattr(policy, "online", False) or safety_net == "off":
-        return policy
-    return SafetyNet(policy, safety_net, give_up)
+__all__ = ["REGISTRY", "make_policy", "policy_class"]

@@ -81,8 +81,10 @@ class OnlinePolicy(Params):
 
     name = "online"
     online = True
+    param_error = PolicyError
 
     def reset(self, ctx: Context) -> None:
+        self.check_params()
         self.ctx_ = ctx
 
     @property

@@ -36,11 +36,13 @@ from __future__ import annotations
 
 import math
 import time
+from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
 
 from ..errors import PolicyError, PredictionError, SolverError
+from ..params import Boolean, Interval, Options, positive_hours
 from ..optimum.window import TailForecast, WindowProblem, WindowState
 from ..predict import Forecaster, make_predictor, model_names
 from ..predict.oracle import AvailabilityOracle, NoisyOracle
@@ -87,38 +89,33 @@ class CHC(OnlinePolicy):
 
     # ------------------------------------------------------------------------------------- checks
 
-    def check_params(self) -> None:
-        for key in ("w", "v", "seed", "blocks"):
-            val = getattr(self, key)
-            if isinstance(val, bool) or not isinstance(val, (int, np.integer)) or val < (0 if key in ("seed", "blocks") else 1):
-                low = 0 if key in ("seed", "blocks") else 1
-                raise PolicyError(f"chc: {key} must be a whole number >= {low} (got {val!r})")
+    _parameter_constraints = {
+        "w": [Interval(Integral, 1, None)],
+        "v": [Interval(Integral, 1, None)],
+        "predictor": [lambda p: "" if p == "oracle" or p in model_names()
+                      else f"'oracle' or one of {', '.join(model_names())}"],
+        "sigma": [Interval(Real, 0, None)],
+        "quantile": [None, Interval(Real, 0, 1, closed="neither")],
+        "averaging": [Boolean()],
+        "urgency": [Interval(Real, 0, 1, closed="left")],
+        "refit_hours": [positive_hours],
+        "train_hours": [positive_hours],
+        "blocks": [Interval(Integral, 0, None)],
+        "solver": [Options("glpk", "highs")],
+        "time_limit": [Interval(Real, 0, None, closed="neither")],
+        "mip_gap": [Interval(Real, 0, 1, closed="left")],
+        "seed": [Interval(Integral, 0, None)],
+    }
+
+    def _check_together(self) -> None:
         if self.v > self.w:
             raise PolicyError(f"chc: the commitment level v={self.v} cannot exceed the window w={self.w}")
-        if self.predictor != "oracle" and self.predictor not in model_names():
-            raise PolicyError(f"chc: unknown predictor {self.predictor!r}; use 'oracle' or one of "
-                              f"{', '.join(model_names())}")
-        if not (isinstance(self.sigma, (int, float)) and math.isfinite(self.sigma) and self.sigma >= 0):
-            raise PolicyError(f"chc: sigma must be a number >= 0 (got {self.sigma!r})")
         if self.sigma and self.predictor != "oracle":
             raise PolicyError("chc: sigma is the error of predictor='oracle'; a real model has its own error")
-        if self.quantile is not None and not (isinstance(self.quantile, float) and 0 < self.quantile < 1):
-            raise PolicyError(f"chc: quantile must be a probability in (0, 1) or None (got {self.quantile!r})")
-        if isinstance(self.urgency, bool) or not (isinstance(self.urgency, (int, float)) and 0 <= self.urgency < 1):
-            raise PolicyError(f"chc: urgency must be a number in [0, 1) (got {self.urgency!r})")
-        for key in ("refit_hours", "train_hours", "time_limit"):
-            val = getattr(self, key)
-            if isinstance(val, bool) or not (isinstance(val, (int, float)) and math.isfinite(val) and val > 0):
-                raise PolicyError(f"chc: {key} must be a number > 0 (got {val!r})")
-        if not (isinstance(self.mip_gap, (int, float)) and 0 <= self.mip_gap < 1):
-            raise PolicyError(f"chc: mip_gap must be in [0, 1) (got {self.mip_gap!r})")
-        if self.solver not in ("glpk", "highs"):
-            raise PolicyError(f"chc: unknown solver {self.solver!r}; use glpk or highs")
 
     # -------------------------------------------------------------------------------------- reset
 
     def reset(self, ctx: Context) -> None:
-        self.check_params()
         super().reset(ctx)
         ep, job = ctx.episodes, ctx.job
         self.dt_ = ep.slot_hours

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
+from numbers import Integral, Real
 
 import numpy as np
 from joblib import Parallel, delayed
@@ -30,7 +31,7 @@ from ..optimum import OptimumProblem
 from ..optimum.dp import AllocationRelaxation, FixedCountDP, ParetoLabelDP, TooManyLabels, exact_dp
 from ..optimum.solve import DEFAULT_GAP
 from ..parallel import worker_count
-from ..registry import Params
+from ..params import Boolean, Interval, Options, Params
 from .base import Context, Observation
 
 METHODS = ("auto", "dp", "milp")
@@ -68,8 +69,6 @@ class Optimal(Params):
 
     def __init__(self, solver: str = "highs", time_limit: float = 120.0, mip_gap: float = DEFAULT_GAP,
                  must_finish: bool = True, n_jobs: int = -1, method: str = "auto", warm_start: bool = True):
-        if method not in METHODS:
-            raise PolicyError(f"optimal: method must be one of {', '.join(METHODS)}, got {method!r}")
         self.solver = solver
         self.time_limit = time_limit
         self.mip_gap = mip_gap
@@ -77,6 +76,17 @@ class Optimal(Params):
         self.n_jobs = n_jobs
         self.method = method
         self.warm_start = warm_start
+
+    param_error = PolicyError
+    _parameter_constraints = {
+        "solver": [Options("glpk", "highs")],
+        "time_limit": [Interval(Real, 0, None, closed="neither")],
+        "mip_gap": [Interval(Real, 0, 1, closed="left")],
+        "must_finish": [Boolean()],
+        "n_jobs": [lambda n: "" if Interval(Integral, None, None).accepts(n) and n != 0 else "a non-zero whole number"],
+        "method": [Options(*METHODS)],
+        "warm_start": [Boolean()],
+    }
 
     def _exact(self, ctx: Context):
         """The exact DP to use, or None for the MILP."""
@@ -90,6 +100,7 @@ class Optimal(Params):
         return dp
 
     def reset(self, ctx: Context) -> None:
+        self.check_params()
         ep, H = ctx.episodes, ctx.horizon
         dp = self._exact(ctx)
         if isinstance(dp, FixedCountDP):
@@ -156,8 +167,8 @@ class Optimal(Params):
 def baseline_schedules(ctx: Context) -> list:
     """Per window, the schedules (o, s) that uniform progress, greedy and on-demand actually run under the
     simulator's settings: the MILP's warm starts (the solver keeps the best that fits its model)."""
-    from . import make_policy
     from ..simulator import simulate
+    from .registry import make_policy
 
     ep, H = ctx.episodes, ctx.horizon
     out: list[list] = [[] for _ in range(ep.n)]

@@ -75,11 +75,11 @@ deadline rules this policy missed the hard deadline in 12 of the 300 Can't Be La
 
 from __future__ import annotations
 
-import math
+from numbers import Real
 
 import numpy as np
 
-from ..errors import PolicyError
+from ..params import Interval
 from .base import EPS, Context, Observation, OnlinePolicy, deadline_rules
 
 
@@ -93,23 +93,13 @@ class PredictionFree(OnlinePolicy):
         self.sigma = sigma
         self.hysteresis_h = hysteresis_h
 
-    def check_params(self) -> None:
-        """Raise `PolicyError` naming the first invalid parameter."""
-        theta = _number("theta", self.theta)
-        if not (math.isfinite(theta) and theta >= 0):
-            raise PolicyError(f"policy 'prediction_free': theta must be a finite number >= 0 (got {self.theta!r})")
-        sigma = _number("sigma", self.sigma)
-        if not (math.isfinite(sigma) and 0 < sigma <= 1):
-            raise PolicyError(f"policy 'prediction_free': sigma must be in (0, 1] (got {self.sigma!r}); "
-                              f"the progress line finishes the work by sigma * soft deadline")
-        if self.hysteresis_h is not None:
-            h = _number("hysteresis_h", self.hysteresis_h)
-            if not (math.isfinite(h) and h >= 0):
-                raise PolicyError(f"policy 'prediction_free': hysteresis_h must be a finite number >= 0 hours "
-                                  f"or None for 2 * overhead (got {self.hysteresis_h!r})")
+    _parameter_constraints = {
+        "theta": [Interval(Real, 0, None)],  # spot is a deal below theta x the on-demand price
+        "sigma": [Interval(Real, 0, 1, closed="right")],  # the line finishes the work by sigma x soft deadline
+        "hysteresis_h": [None, Interval(Real, 0, None)],  # None: 2 x the restart overhead
+    }
 
     def reset(self, ctx: Context) -> None:
-        self.check_params()
         super().reset(ctx)
         job = ctx.job
         self.theta_ = float(self.theta)
@@ -166,11 +156,3 @@ class PredictionFree(OnlinePolicy):
         # hard deadlines under the Can't Be Late guard (which keeps a just-preempted spot request)
         return deadline_rules(job, obs, o.astype(np.int64), s.astype(np.int64), self.ctx_.episodes.slot_hours)
 
-
-def _number(label: str, value) -> float:
-    if isinstance(value, bool):
-        raise PolicyError(f"policy 'prediction_free': {label} must be a number (got {value!r})")
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        raise PolicyError(f"policy 'prediction_free': {label} must be a number (got {value!r})") from None

@@ -37,16 +37,19 @@ A2 thresholds) for experiments; "quick" (5 cheap members, for tests); or a list 
 
 from __future__ import annotations
 
+from numbers import Integral, Real
 from typing import Any, Sequence
 
 import numpy as np
 
 from ..errors import PolicyError
-from ..parallel import worker_count
 from ..market import Market
-from .hedge import adahedge, exp3, hedge, loglog_slope, warm_started
+from ..parallel import worker_count
+from ..params import Boolean, Interval, Options
 from ..simulator import Episodes, simulate
 from .base import Context, Observation, OnlinePolicy
+from .hedge import adahedge, exp3, hedge, loglog_slope, warm_started
+from .registry import REGISTRY, make_policy
 
 POOLS: dict[str, list[tuple[str, dict[str, Any]]]] = {
     "default": [
@@ -86,8 +89,6 @@ def member_label(name: str, params: dict[str, Any]) -> str:
 
 def _replay(name: str, params: dict[str, Any], episodes, job, settings, seed: int, net: str, give_up: bool):
     """One member on every round, guarded by the same safety net as the selector itself."""
-    from . import make_policy
-
     res = simulate(make_policy(name, params, safety_net=net, give_up=give_up), episodes, job, settings, seed)
     return res.arrays["o"], res.arrays["s"], res.utility, float(res.policy_report.get("fallback_rate", 0.0))
 
@@ -121,9 +122,15 @@ class Select(OnlinePolicy):
         self.seed = seed
         self.n_jobs = n_jobs
 
-    def members(self) -> list[tuple[str, dict[str, Any]]]:
-        from . import REGISTRY
+    _parameter_constraints = {
+        "algorithm": [Options(*ALGORITHMS)],
+        "eta": [None, Interval(Real, 0, None, closed="neither")],
+        "warmup": [Boolean()],
+        "seed": [Interval(Integral, 0, None)],
+        "n_jobs": [lambda n: "" if Interval(Integral, None, None).accepts(n) and n != 0 else "a non-zero whole number"],
+    }
 
+    def members(self) -> list[tuple[str, dict[str, Any]]]:
         if isinstance(self.pool, str):
             if self.pool not in POOLS:
                 raise PolicyError(f"select: unknown pool {self.pool!r}; use one of {', '.join(POOLS)} "
@@ -146,12 +153,6 @@ class Select(OnlinePolicy):
         from joblib import Parallel, delayed
 
         super().reset(ctx)
-        if self.algorithm not in ALGORITHMS:
-            raise PolicyError(f"select: unknown algorithm {self.algorithm!r}; use one of {', '.join(ALGORITHMS)}")
-        if isinstance(self.n_jobs, bool) or not isinstance(self.n_jobs, int) or self.n_jobs == 0:
-            raise PolicyError(f"select: n_jobs must be a non-zero whole number (got {self.n_jobs!r})")
-        if not isinstance(self.warmup, (bool, np.bool_)):
-            raise PolicyError(f"select: warmup must be true or false (got {self.warmup!r})")
         members = self.members()
         job, ep = ctx.job, ctx.episodes
         warm_ep = warmup_episodes(ep, ctx.horizon) if self.warmup else None

@@ -50,11 +50,11 @@ usable and runs slower; the slack then shrinks and rule 2 or the deadline rules 
 
 from __future__ import annotations
 
-import math
+from numbers import Real
 
 import numpy as np
 
-from ..errors import PolicyError
+from ..params import Interval
 from .base import Context, Observation, OnlinePolicy, deadline_rules, floor_slots, spot_only
 
 
@@ -70,16 +70,9 @@ class SlackReserve(OnlinePolicy):
         self.prior_hours = prior_hours
         self.z = z
 
-    def check_params(self) -> None:
-        """Raise `PolicyError` naming the first invalid parameter."""
-        for label, low in (("floor_restarts", 0.0), ("prior_rate", 0.0), ("prior_hours", 0.0), ("z", 0.0)):
-            v = getattr(self, label)
-            ok = not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v) and v >= low
-            if not ok:
-                raise PolicyError(f"policy 'slack_reserve': {label} must be a finite number >= {low:g} (got {v!r})")
+    _parameter_constraints = {k: [Interval(Real, 0, None)] for k in ("floor_restarts", "prior_rate", "prior_hours", "z")}
 
     def reset(self, ctx: Context) -> None:
-        self.check_params()
         super().reset(ctx)
         ep = ctx.episodes
         dt = ep.slot_hours

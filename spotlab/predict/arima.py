@@ -28,12 +28,14 @@ On a constant history, or when estimation fails, the model falls back to persist
 
 from __future__ import annotations
 
+from numbers import Integral
 import warnings
 
 import numpy as np
 from scipy.stats import norm
 
 from ..errors import PredictionError
+from ..params import Boolean, Interval, positive_hours
 from .base import Predictor, slots_per
 
 MAX_SEASONAL_PERIOD = 48
@@ -66,19 +68,16 @@ class ARIMA(Predictor):
         self.warm_start = warm_start
         self.maxiter = maxiter
 
-    def check_params(self) -> None:
-        if not _is_order(self.order):
-            raise PredictionError(f"arima: order must be three whole numbers >= 0, (p, d, q) (got {self.order!r})")
-        if not _is_order(self.seasonal_order):
-            raise PredictionError(
-                f"arima: seasonal_order must be three whole numbers >= 0, (P, D, Q) (got {self.seasonal_order!r})"
-            )
-        if not isinstance(self.seasonal, (bool, np.bool_)):
-            raise PredictionError(f"arima: seasonal must be true or false (got {self.seasonal!r})")
-        if not (isinstance(self.period_hours, (int, float)) and self.period_hours > 0):
-            raise PredictionError(f"arima: period_hours must be > 0 (got {self.period_hours!r})")
-        if not (isinstance(self.maxiter, (int, np.integer)) and self.maxiter >= 1):
-            raise PredictionError(f"arima: maxiter must be a whole number >= 1 (got {self.maxiter!r})")
+    _parameter_constraints = {
+        "order": [lambda v: "" if _is_order(v) else "three whole numbers >= 0, (p, d, q)"],
+        "seasonal_order": [lambda v: "" if _is_order(v) else "three whole numbers >= 0, (P, D, Q)"],
+        "seasonal": [Boolean()],
+        "period_hours": [positive_hours],
+        "warm_start": [Boolean()],
+        "maxiter": [Interval(Integral, 1, None)],
+    }
+
+    def _check_together(self) -> None:
         if sum(self.order) == 0 and not (self.seasonal and sum(self.seasonal_order)):
             raise PredictionError("arima: order (0, 0, 0) is just the mean; give at least one AR, MA or difference term")
 

@@ -19,12 +19,15 @@ actually used.
 from __future__ import annotations
 
 from collections import deque
+from numbers import Integral, Real
 
 import numpy as np
 
 from ..errors import PredictionError
+from ..params import Interval, positive_hours
 from .base import MIN_RESIDUALS, Predictor, persistence_errors, slots_per
 from .gbm import _one_thread
+from .registry import MODELS, make_predictor
 
 DEFAULT_CANDIDATES = ("seasonal_naive", "ets", "arima", "gbm", "duration")
 
@@ -48,10 +51,14 @@ class Auto(Predictor):
         self.min_scored = min_scored
         self.memory_hours = memory_hours
 
-    def check_params(self) -> None:
-        from . import MODELS
+    _parameter_constraints = {
+        "max_horizon": [Interval(Integral, 1, None)],
+        "min_scored": [Interval(Integral, 1, None)],
+        "z": [Interval(Real, 0, None)],
+        "memory_hours": [positive_hours],
+    }
 
-        self._require_whole(("max_horizon", "min_scored"))
+    def _check_together(self) -> None:
         names = (self.candidates,) if isinstance(self.candidates, str) else tuple(self.candidates)
         if not names:
             raise PredictionError("auto: candidates must name at least one model")
@@ -59,11 +66,6 @@ class Auto(Predictor):
             if c not in MODELS or c in ("auto", "persistence"):
                 allowed = ", ".join(m for m in MODELS if m not in ("auto", "persistence"))
                 raise PredictionError(f"auto: unknown candidate {c!r}; choose from {allowed}")
-        if isinstance(self.z, bool) or not (isinstance(self.z, (int, float)) and self.z >= 0):
-            raise PredictionError(f"auto: z must be a number >= 0 (got {self.z!r})")
-        if isinstance(self.memory_hours, bool) or not (isinstance(self.memory_hours, (int, float))
-                                                       and self.memory_hours > 0):
-            raise PredictionError(f"auto: memory_hours must be a number of hours > 0 (got {self.memory_hours!r})")
 
     def _names(self) -> tuple[str, ...]:
         return (self.candidates,) if isinstance(self.candidates, str) else tuple(self.candidates)
@@ -74,7 +76,6 @@ class Auto(Predictor):
     # ------------------------------------------------------------------------------------------ fit
 
     def _fit(self, y: np.ndarray) -> None:
-        from . import make_predictor
 
         H, names = int(self.max_horizon), self._names()
         end = self.t0_ + y.size - 1  # absolute index of the origin

@@ -126,22 +126,7 @@ class Predictor(Params):
 
     name: ClassVar[str] = "predictor"
     needs_variation: ClassVar[bool] = False
-
-    # ----------------------------------------------------------------------------------- parameters
-
-    def clone(self) -> "Predictor":
-        """A new, unfitted predictor with the same parameters."""
-        return type(self)(**self.get_params())
-
-    def check_params(self) -> None:
-        """Raise `PredictionError` for an impossible parameter (called by `fit` and `make_predictor`)."""
-
-    def _require_whole(self, keys: tuple[str, ...], minimum: int = 1) -> None:
-        """Each parameter in `keys` must be a whole number >= `minimum` (a bool is not one)."""
-        for key in keys:
-            v = getattr(self, key)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < minimum:
-                raise PredictionError(f"{self.name}: {key} must be a whole number >= {minimum} (got {v!r})")
+    param_error = PredictionError  # `check_params` (called by `fit` and `make_predictor`) raises it
 
     def min_history(self, slot_hours: float = 1.0) -> int:
         """Fewest slots of history `fit` accepts at this slot length."""

@@ -26,9 +26,10 @@ validation errors of the forecast actually used.
 
 from __future__ import annotations
 
+from numbers import Integral, Real
 import numpy as np
 
-from ..errors import PredictionError
+from ..params import Interval
 from .base import Predictor, persistence_errors
 from .gbm import _beats_persistence
 
@@ -83,16 +84,14 @@ class Duration(Predictor):
         self.z_guard = z_guard
         self.z_cell = z_cell
 
-    def check_params(self) -> None:
-        self._require_whole(("max_horizon", "max_levels", "level_bins", "max_run_bucket", "min_count"))
-        if not (isinstance(self.valid_fraction, (int, float)) and 0 < self.valid_fraction < 1):
-            raise PredictionError(f"duration: valid_fraction must be in (0, 1) (got {self.valid_fraction!r})")
-        if not (isinstance(self.min_gain, (int, float)) and 0 <= self.min_gain < 1):
-            raise PredictionError(f"duration: min_gain must be in [0, 1) (got {self.min_gain!r})")
-        for key in ("z_guard", "z_cell"):
-            v = getattr(self, key)
-            if isinstance(v, bool) or not (isinstance(v, (int, float)) and v >= 0):
-                raise PredictionError(f"duration: {key} must be a number >= 0 (got {v!r})")
+    _parameter_constraints = {
+        **{k: [Interval(Integral, 1, None)] for k in ("max_horizon", "max_levels", "level_bins", "max_run_bucket",
+                                                     "min_count")},
+        "valid_fraction": [Interval(Real, 0, 1, closed="neither")],
+        "min_gain": [Interval(Real, 0, 1, closed="left")],
+        "z_guard": [Interval(Real, 0, None)],
+        "z_cell": [Interval(Real, 0, None)],
+    }
 
     def min_history(self, slot_hours: float = 1.0) -> int:
         return 24

@@ -28,6 +28,7 @@ import warnings
 import numpy as np
 
 from ..errors import PredictionError
+from ..params import Boolean, positive_hours
 from .base import Predictor, slots_per
 
 MIN_NONSEASONAL = 10
@@ -51,16 +52,12 @@ class ETS(Predictor):
         self.seasonal = seasonal
         self.period_hours = period_hours
 
-    def check_params(self) -> None:
-        for key in ("trend", "damped_trend"):
-            if not isinstance(getattr(self, key), (bool, np.bool_)):
-                raise PredictionError(f"ets: {key} must be true or false (got {getattr(self, key)!r})")
-        if not isinstance(self.seasonal, (bool, np.bool_)):
-            raise PredictionError(f"ets: seasonal must be true or false (got {self.seasonal!r})")
+    _parameter_constraints = {"trend": [Boolean()], "damped_trend": [Boolean()], "seasonal": [Boolean()],
+                              "period_hours": [positive_hours]}
+
+    def _check_together(self) -> None:
         if self.damped_trend and not self.trend:
             raise PredictionError("ets: damped_trend=True needs trend=True")
-        if not (isinstance(self.period_hours, (int, float)) and self.period_hours > 0):
-            raise PredictionError(f"ets: period_hours must be > 0 (got {self.period_hours!r})")
 
     def min_history(self, slot_hours: float = 1.0) -> int:
         if self.seasonal:

@@ -28,6 +28,7 @@ from ..market import Market
 from . import metrics
 from .base import Predictor, check_slot_hours, slots_per
 from .forecaster import TARGETS, Forecaster
+from .registry import MODELS, make_predictor
 
 ModelSpec = str | Predictor | Callable[[], Predictor]
 DEFAULT_HORIZONS = (1, 2, 3, 6, 12)
@@ -104,7 +105,6 @@ def _whole(value: Any, label: str, minimum: int) -> int:
 
 def build_model(model: ModelSpec, params: Mapping[str, Any] | None = None) -> Predictor:
     """A fresh predictor from a registry name (+ params), a predictor to clone, or a factory."""
-    from . import make_predictor
 
     if isinstance(model, str):
         return make_predictor(model, **dict(params or {}))
@@ -299,7 +299,6 @@ def _at_least(at_least: Sequence[int] | None, target: str, requested: int | None
 
 
 def _named(models: Sequence[ModelSpec] | Mapping[str, ModelSpec] | None) -> dict[str, ModelSpec]:
-    from . import MODELS
 
     if models is None:
         named: dict[str, ModelSpec] = {m: m for m in MODELS}

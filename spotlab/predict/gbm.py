@@ -33,9 +33,10 @@ random, not in time, and would let later rows steer the fit.
 
 from __future__ import annotations
 
+from numbers import Integral, Real
 import numpy as np
 
-from ..errors import PredictionError
+from ..params import Interval, Options, positive_hours
 from .base import Predictor, slots_per
 
 MIN_ORIGINS = 48  # training origins needed beyond the first full day
@@ -74,19 +75,17 @@ class GBM(Predictor):
         self.z_guard = z_guard
         self.random_state = random_state
 
-    def check_params(self) -> None:
-        self._require_whole(("n_lags", "max_horizon", "max_iter", "min_samples_leaf"))
-        self._require_whole(("max_leaf_nodes",), minimum=2)
-        if self.loss not in ("absolute_error", "squared_error"):
-            raise PredictionError(f"gbm: loss must be 'absolute_error' or 'squared_error' (got {self.loss!r})")
-        if not (isinstance(self.learning_rate, (int, float)) and 0 < self.learning_rate <= 1):
-            raise PredictionError(f"gbm: learning_rate must be in (0, 1] (got {self.learning_rate!r})")
-        if not (isinstance(self.valid_fraction, (int, float)) and 0 < self.valid_fraction < 1):
-            raise PredictionError(f"gbm: valid_fraction must be in (0, 1) (got {self.valid_fraction!r})")
-        if not (isinstance(self.min_gain, (int, float)) and 0 <= self.min_gain < 1):
-            raise PredictionError(f"gbm: min_gain must be in [0, 1) (got {self.min_gain!r})")
-        if not (isinstance(self.period_hours, (int, float)) and self.period_hours > 0):
-            raise PredictionError(f"gbm: period_hours must be > 0 (got {self.period_hours!r})")
+    _parameter_constraints = {
+        **{k: [Interval(Integral, 1, None)] for k in ("n_lags", "max_horizon", "max_iter", "min_samples_leaf")},
+        "max_leaf_nodes": [Interval(Integral, 2, None)],
+        "period_hours": [positive_hours],
+        "loss": [Options("absolute_error", "squared_error")],
+        "learning_rate": [Interval(Real, 0, 1, closed="right")],
+        "valid_fraction": [Interval(Real, 0, 1, closed="neither")],
+        "min_gain": [Interval(Real, 0, 1, closed="left")],
+        "z_guard": [Interval(Real, 0, None)],
+        "random_state": [Interval(Integral, 0, None)],
+    }
 
     def min_history(self, slot_hours: float = 1.0) -> int:
         return max(slots_per(self.period_hours, slot_hours), int(self.n_lags)) + MIN_ORIGINS

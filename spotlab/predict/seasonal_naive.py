@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import PredictionError
+from ..params import positive_hours
 from .base import Predictor, slots_per
 
 
@@ -20,9 +20,7 @@ class SeasonalNaive(Predictor):
     def __init__(self, period_hours: float = 24.0) -> None:
         self.period_hours = period_hours
 
-    def check_params(self) -> None:
-        if not (isinstance(self.period_hours, (int, float)) and self.period_hours > 0):
-            raise PredictionError(f"seasonal_naive: period_hours must be > 0 (got {self.period_hours!r})")
+    _parameter_constraints = {"period_hours": [positive_hours]}
 
     def min_history(self, slot_hours: float = 1.0) -> int:
         return slots_per(self.period_hours, slot_hours)
