@@ -22,7 +22,7 @@ help:
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[lab,dev]"
+	$(PY) -m pip install --quiet -e ".[lab,dev,rl]"
 	touch $(STAMP)
 
 $(LAB_SETTINGS): jupyterlab-settings/overrides.json $(STAMP)
