@@ -352,3 +352,16 @@ def test_warm_start_is_the_same_run_with_the_past_prepended():
     np.testing.assert_array_equal(late.probabilities[0], late.probabilities[4])
     with pytest.raises(PolicyError, match="warm-up utilities must be finite"):
         warm_started(hedge, np.full((2, 3), np.nan), U, 0.0, 1.0)
+
+
+def test_adahedge_plays_the_preferred_member_in_blind_rounds_and_ties():
+    """Before any outcome is known every member ties: the preferred one is played, not a uniform draw; once
+    outcomes arrive the leader is followed as before."""
+    U = np.array([[0.0, -5.0, 1.0]] * 6)
+    known = np.array([3, 3, 3, 4, 5, 6])  # the first three rounds are played blind
+    for seed in range(5):
+        run = adahedge(U, -10.0, 10.0, seed=seed, known_from=known, prefer=1)
+        assert list(run.chosen[:3]) == [1, 1, 1]
+        assert list(run.chosen[3:]) == [2, 2, 2]
+    tie = adahedge(np.zeros((4, 3)), -1.0, 1.0, seed=0, prefer=0)
+    assert list(tie.chosen) == [0, 0, 0, 0]

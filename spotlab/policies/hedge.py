@@ -373,7 +373,7 @@ def _mixability_gap(p: np.ndarray, loss: np.ndarray, eta: float) -> float:
 
 
 def adahedge(U, lo: float, hi: float, seed: int = 0, names: Sequence[str] | None = None,
-             known_from: Sequence[int] | None = None) -> SelectionRun:
+             known_from: Sequence[int] | None = None, prefer: int | None = None) -> SelectionRun:
     """Hedge with the AdaHedge learning rate (de Rooij et al. 2014): ``η_t = ln K / Δ_{t-1}``, where Δ is
     the cumulative mixability gap (expected loss minus mix loss) of the rounds so far.
 
@@ -384,6 +384,10 @@ def adahedge(U, lo: float, hi: float, seed: int = 0, names: Sequence[str] | None
     regret <= 2 sqrt(L* (T - L*) ln K / T) + (16/3) ln K + 2 in [0, 1] losses (L* the best member's loss;
     their Thm 8), scaled by (hi - lo). With delayed feedback (`known_from`, see `hedge`) a round's loss and
     its mixability gap (with the weights and rate it was played with) enter when its outcome is known.
+
+    `prefer`: the member played while following the leader leaves a tie that includes it (before any
+    outcome is known, every member ties): a safe default instead of a uniform draw. The bound is unchanged,
+    since the mixability gap is measured on the weights actually played.
     """
     lo, hi, arr, seed, names_t = _prepare(U, lo, hi, seed, names)
     rounds, k = arr.shape
@@ -401,6 +405,9 @@ def adahedge(U, lo: float, hi: float, seed: int = 0, names: Sequence[str] | None
         eta = math.inf if gap <= 0 else ln_k / gap
         if math.isinf(eta):
             lead = (cum <= cum.min() + 1e-12).astype(float)
+            if prefer is not None and lead[prefer]:
+                lead = np.zeros(k)
+                lead[prefer] = 1.0
             pt = lead / lead.sum()
         else:
             z = np.exp(-eta * (cum - cum.min()))

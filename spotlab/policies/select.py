@@ -19,6 +19,12 @@ replayed on them, and the selector starts from those outcomes instead of uniform
 rounds the cost of learning is most of the regret; the past is as replayable as the rounds and uses
 nothing from the future. Regret and the report cover the real rounds only.
 
+Blind rounds: before any outcome is known (no history to warm up from and the first jobs still running),
+and whenever the leaders tie, the selector plays `prefer` (uniform progress by default: the published rule
+that meets the deadline and uses spot when it can), not a uniform draw over the pool; a rule that gambles
+on spot (greedy) can cost several times the job's value on a market without it, and nothing yet says which
+market this is.
+
 Implementation: at `reset` every member is simulated on every episode (the replay); the selection
 then runs over the rounds, and `act` plays the chosen member's recorded allocation, which reproduces
 that member's run exactly (same state, same safety net). Members are simulated in parallel (`n_jobs`).
@@ -114,8 +120,10 @@ class Select(OnlinePolicy):
     name = "select"
 
     def __init__(self, pool: str | Sequence = "default", algorithm: str = "adahedge", eta: float | None = None,
-                 warmup: bool = True, seed: int = 0, n_jobs: int = -1) -> None:
+                 warmup: bool = True, prefer: str | None = "uniform_progress", seed: int = 0,
+                 n_jobs: int = -1) -> None:
         self.pool = pool
+        self.prefer = prefer
         self.algorithm = algorithm
         self.eta = eta
         self.warmup = warmup
@@ -126,6 +134,7 @@ class Select(OnlinePolicy):
         "algorithm": [Options(*ALGORITHMS)],
         "eta": [None, Interval(Real, 0, None, closed="neither")],
         "warmup": [Boolean()],
+        "prefer": [None, lambda v: "" if isinstance(v, str) else "a policy name or member label"],
         "seed": [Interval(Integral, 0, None)],
         "n_jobs": [lambda n: "" if Interval(Integral, None, None).accepts(n) and n != 0 else "a non-zero whole number"],
     }
@@ -173,7 +182,8 @@ class Select(OnlinePolicy):
         if self.algorithm == "adahedge":
             if self.eta is not None:
                 raise PolicyError("select: adahedge sets its own learning rate; eta applies to hedge and exp3")
-            self.run_ = warm_started(adahedge, warm, U, lo, hi, known_from=known, seed=seed, names=names)
+            self.run_ = warm_started(adahedge, warm, U, lo, hi, known_from=known, seed=seed, names=names,
+                                     prefer=self._preferred(members))
         else:
             algo = hedge if self.algorithm == "hedge" else exp3
             self.run_ = warm_started(algo, warm, U, lo, hi, known_from=known, eta=self.eta, seed=seed, names=names)
@@ -183,6 +193,15 @@ class Select(OnlinePolicy):
         chosen = self.run_.chosen
         self.o_ = np.stack([runs[k][0][i] for i, k in zip(rows, chosen)])
         self.s_ = np.stack([runs[k][1][i] for i, k in zip(rows, chosen)])
+
+    def _preferred(self, members: list[tuple[str, dict[str, Any]]]) -> int | None:
+        """Index of the member named by `prefer` (a policy name or a member label), None if not in the pool."""
+        if self.prefer is None:
+            return None
+        for i, (n, p) in enumerate(members):
+            if self.prefer in (n, member_label(n, p)):
+                return i
+        return None
 
     def act(self, obs: Observation):
         t = obs.t
