@@ -9,7 +9,7 @@ and in CI with neither, so a file is looked up in this order:
 3. a download cache (``$SPOTLAB_CACHE``, default ``pooch.os_cache("spotlab")``), filled from the public
    repositories at pinned commits (``$SPOTLAB_DATA_URL`` replaces ``https://raw.githubusercontent.com``).
 
-Every downloaded or rebuilt byte is checked against a sha256 from the registry (:mod:`spotlab._registry`);
+Every downloaded or rebuilt byte is checked against a sha256 from the registry (:mod:`spotlab.catalogue`);
 a mismatch is an error, never a silently different file.
 """
 
@@ -31,7 +31,7 @@ from pathlib import Path, PurePosixPath
 
 import pooch
 
-from spotlab._registry import CSV_HEADER, GITHUB_RAW, REGISTRY, SOURCE_DATASET, CountsRecipe, Entry, Source
+from spotlab.catalogue import CSV_HEADER, GITHUB_RAW, REGISTRY, SOURCE_DATASET, CountsRecipe, Entry, Source
 from spotlab.errors import DataNotFoundError
 
 __all__ = ["ENV_CACHE", "ENV_DATA", "ENV_URL", "cache_dir", "data_root", "dataset_path", "list_datasets"]

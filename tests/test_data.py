@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from spotlab import data
-from spotlab._registry import REGISTRY, SOURCE_DATASET, Source
+from spotlab.catalogue import REGISTRY, SOURCE_DATASET, Source
 from spotlab.errors import DataNotFoundError, SpotlabError
 
 GCP_A100 = "markets/gcp_a100_counts.csv.gz"

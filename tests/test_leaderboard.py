@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from spotlab import data
-from spotlab._registry import ADRS_ENVS, ADRS_LEADERBOARD_WINDOWS, REGISTRY, Entry, Repo, Source, WindowsRecipe
+from spotlab.catalogue import ADRS_ENVS, ADRS_LEADERBOARD_WINDOWS, REGISTRY, Entry, Repo, Source, WindowsRecipe
 from spotlab.errors import DataNotFoundError, PolicyError
 from spotlab.experiments import leaderboard as lb
 from spotlab.market import Market
@@ -136,9 +136,10 @@ def test_leaderboard_windows_file_matches_the_catalogue(dataset):
 
 
 def test_score_anchors():
-    assert lb.score(146.88) == 0.0 and lb.score(46.7088) == 100.0
+    assert lb.score(lb.SCORE_HIGH) == 0.0 and lb.score(lb.SCORE_LOW) == 100.0
+    assert lb.SCORE_LOW == pytest.approx(lb.WORK_HOURS * lb.SPOT_PRICE)  # the all-spot cost
     assert lb.score(500.0) == 0.0 and lb.score(0.0) == 100.0
-    assert lb.score(95.35) == pytest.approx(51.44, abs=0.01)
+    assert lb.score(lb.PEERS["GEPA"][0]) == pytest.approx(51.44, abs=0.01)
 
 
 def test_baselines_equal_the_peers_measured_means(dataset):
@@ -163,7 +164,7 @@ def test_runner_resumes_from_its_rows(dataset, tmp_path):
     pd.testing.assert_frame_equal(both[both["policy"] == "greedy"].reset_index(drop=True), first)
     s = lb.summarise(both)
     assert not s["complete"].any() and set(s["policy"]) == {"greedy", "on_demand"}
-    assert s.set_index("policy").loc["on_demand", "mean_cost"] == pytest.approx(147.39)
+    assert s.set_index("policy").loc["on_demand", "mean_cost"] == pytest.approx(lb.PEERS["all on demand"][0])
 
 
 # ------------------------------------------------------------------------------------ the slack reserve
@@ -171,8 +172,8 @@ def test_runner_resumes_from_its_rows(dataset, tmp_path):
 
 def _market(avail, name="m") -> Market:
     n = len(avail)
-    return Market(avail=np.asarray(avail, dtype=np.int64), spot_price=np.full(n, 0.9731), od_price=np.full(n, 3.06),
-                  slot_hours=1 / 6, name=name)
+    return Market(avail=np.asarray(avail, dtype=np.int64), spot_price=np.full(n, lb.SPOT_PRICE),
+                  od_price=np.full(n, lb.OD_PRICE), slot_hours=1 / 6, name=name)
 
 
 def test_slack_reserve_beats_uniform_progress_on_windows_it_was_not_made_for(dataset):

@@ -64,7 +64,7 @@ SUBSTITUTES: Mapping[str, str] = MappingProxyType({
                        "training job needs"),
 })
 
-# Named traces of the data catalogue (spotlab/_registry.py): name -> relative paths under the data root.
+# Named traces of the data catalogue (spotlab/catalogue.py): name -> relative paths under the data root.
 _ITP = tuple(f"traces/microsoft-itp-2021/cluster{i:02d}.csv.gz" for i in range(1, 8))
 TRACES: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "microsoft-itp-2021": _ITP,

@@ -22,41 +22,38 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .._registry import ADRS_ENVS, ADRS_LEADERBOARD_WINDOWS
+from ..catalogue import ADRS_ENVS, ADRS_LEADERBOARD_WINDOWS
 from ..data import dataset_path
 from ..errors import TraceError
 from ..runs import Semantics, make_job
 from ..simulator import Episodes, simulate
 from ..traces import load_sky_spot_observations, load_windows_csv
+from .cells import append_rows
+from .outputs import declare
+from .published import (LEADERBOARD_DEADLINES, LEADERBOARD_OD_PRICE, LEADERBOARD_OVERHEADS, LEADERBOARD_PEERS,
+                        LEADERBOARD_SCORE_HIGH, LEADERBOARD_SCORE_LOW, LEADERBOARD_SPOT_PRICE, LEADERBOARD_WORK_HOURS)
 
 ADRS_DIR = "sky_spot_traces/adrs-cant-be-late-traces/"
 WINDOWS_RELPATH = ADRS_DIR + "leaderboard_windows.csv"
 RANDOM_START_RELPATH = ADRS_DIR + "random_start__us-west-2a_v100_1__windows.csv"
 ENVS = ADRS_ENVS
 WINDOWS = ADRS_LEADERBOARD_WINDOWS
-DEADLINES = (52.0, 70.0)
-OVERHEADS = (0.02, 0.05, 0.1)
-WORK_HOURS = 48.0
-OD_PRICE = 3.06
-SPOT_PRICE = 0.9731
-SCORE_HIGH = 146.88  # the leaderboard's all-on-demand anchor (score 0)
-SCORE_LOW = 46.7088  # its all-spot anchor (score 100): 48 h x $0.9731
+DEADLINES = LEADERBOARD_DEADLINES
+OVERHEADS = LEADERBOARD_OVERHEADS
+WORK_HOURS = LEADERBOARD_WORK_HOURS
+OD_PRICE = LEADERBOARD_OD_PRICE
+SPOT_PRICE = LEADERBOARD_SPOT_PRICE
+SCORE_HIGH = LEADERBOARD_SCORE_HIGH  # the leaderboard's all-on-demand anchor (score 0)
+SCORE_LOW = LEADERBOARD_SCORE_LOW  # its all-spot anchor (score 100)
 HISTORY_HOURS = 168.0  # the past an online policy may read before its window (as `runs.load_episodes`)
 RUNS = len(ENVS) * len(WINDOWS) * len(DEADLINES) * len(OVERHEADS)
 
-# Mean cost over the 1,080 runs and the fraction of runs that met the deadline (None: not reported, i.e. all
-# met by construction of the policy's safety rules), every entry measured with the Can't Be Late simulator on
-# one machine (2026-11). Source: the README of sky_spot_traces/adrs-cant-be-late-traces (data from
-# UCB-ADRS/ADRS-Leaderboard @ f856497ded0c34c97323730f2012a2767b1caa92).
-PEERS: dict[str, tuple[float, float | None]] = {
-    "all on demand": (147.39, None),
-    "Greedy": (119.03, None),
-    "Uniform Progress": (101.68, None),
-    "OpenEvolve": (104.30, None),
-    "ShinkaEvolve": (101.18, None),
-    "GEPA": (95.35, 0.939),
-    "LEVI": (95.07, 0.941),
-}
+# the peers' mean cost over the 1,080 runs and deadline-met fraction (`published.LEADERBOARD_PEERS`)
+PEERS = LEADERBOARD_PEERS
+# what notebook 01c writes
+OUTPUTS = declare("01c", leaderboard_runs="csv", other_windows_runs="csv", leaderboard=("csv", "png", "json"),
+                  slow_policies_subset="csv", per_env=("csv", "png"), other_windows="csv")
+
 # spotlab policies that re-implement a peer entry (their means must agree)
 SAME_AS_PEER = {"on_demand": "all on demand", "greedy": "Greedy", "uniform_progress": "Uniform Progress"}
 
@@ -134,12 +131,6 @@ def _done(out_csv: Path | None) -> pd.DataFrame:
     return pd.read_csv(out_csv)
 
 
-def _append(path: Path, df: pd.DataFrame) -> None:
-    """Append rows, writing the header only for a new file, so an interrupted run keeps finished cells."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    df.to_csv(path, mode="a", header=not path.is_file() or path.stat().st_size == 0, index=False)
-
-
 def run(
     windows: pd.DataFrame,
     policies: Sequence[str] = POLICIES,
@@ -195,7 +186,7 @@ def run(
                 "met_deadline": res.met_deadline, "fallback_rate": float(fallback), "seconds": secs / len(sel),
             })[ROW_COLUMNS]
             if out_path is not None:
-                _append(out_path, new)
+                append_rows(out_path, new)
             done = pd.concat([done, new], ignore_index=True) if len(done) else new
     if not asked or not len(done):
         return pd.DataFrame(columns=ROW_COLUMNS)
