@@ -4,7 +4,7 @@ Each source answers one question for a table of configurations (the 7 parameter 
 how sure), and how many dataset tokens per second will it process. The recommender and the cluster experiment
 take any of them, so predicted knowledge can be compared with perfect and with degraded knowledge:
 
-- `PredictedKnowledge`: the scikit-learn predictors trained on historical runs (`spotlab.cotune.predict`);
+- `PredictedKnowledge`: the scikit-learn predictors trained on historical runs (`spotlab.cotune.config_models`);
 - `OracleKnowledge`: the analytical ground truth (`spotlab.cotune.perf`), i.e. perfect knowledge;
 - `NoisyKnowledge`: the ground truth with a chosen error (log-normal throughput error, flipped validity), to
   measure how scheduling degrades with the quality of the knowledge.
@@ -48,7 +48,7 @@ def _rules_ok(configs: pd.DataFrame) -> np.ndarray:
 
 @dataclass(frozen=True)
 class PredictedKnowledge:
-    """Trained validity classifier + throughput regressor (`spotlab.cotune.predict`)."""
+    """Trained validity classifier + throughput regressor (`spotlab.cotune.config_models`)."""
 
     validity: Any
     throughput: Any
@@ -56,7 +56,7 @@ class PredictedKnowledge:
     name: str = "predicted"
 
     def assess(self, configs: pd.DataFrame) -> pd.DataFrame:
-        from .predict import predict_space
+        from .config_models import predict_space
 
         c = _check(configs)
         pred = predict_space(self.validity, self.throughput, c[list(PARAMETERS)])

@@ -4,7 +4,7 @@ It is the throughput-profile model of `spotlab.profiles` (FLOPs per token, GPU p
 straggler wait, all-reduce, per-step overhead; memory of weights, optimiser state and activations), evaluated
 at one configuration: the global batch splits into `batch_size / number_gpus` samples of `tokens_per_sample`
 tokens per GPU and step, LoRA or full fine-tuning (FSDP-sharded), one software version. One source of truth:
-the run generator (`spotlab.cotune.runs`) samples measurements around it and the cluster simulator takes its
+the run generator (`spotlab.cotune.run_history`) samples measurements around it and the cluster simulator takes its
 "true" validity and throughput from it.
 
 Constants beyond `spotlab.profiles` (each an **assumption** unless a source is named):

@@ -11,7 +11,7 @@ fine-tuning runs: model, method, GPU model, software version, number of GPUs, ba
 - **memory** (`spotlab.cotune.perf`): the per-GPU memory the analytical model predicts exceeds the GPU's.
 
 Column names are those of the public schema (`model_name, method, gpu_model, number_gpus, batch_size,
-tokens_per_sample`) plus `software_version`, so a real file drops in (`spotlab.cotune.runs.load_runs`).
+tokens_per_sample`) plus `software_version`, so a real file drops in (`spotlab.cotune.run_history.load_runs`).
 """
 
 from __future__ import annotations
