@@ -1,7 +1,7 @@
 """The fine-tuning job: work, deadlines, GPU range, throughput, value and utility (SPEC §2).
 
 Work is measured in *throughput units*: one GPU-hour of work on one GPU is `H(1)` units, so a job
-given as "W hours on one GPU" has `work = W * H(1)` (see `Job.from_gpu_hours`). Times are hours
+given as "W hours on one GPU" has `work = W * H(1)` (`make_job`, the builder from user units). Times are hours
 from the start of the job's window.
 """
 
@@ -142,3 +142,34 @@ class Job:
                 f"but the hard deadline leaves {slots_avail * slot_hours:.3f} h "
                 f"({int(slots_avail)} slots of {slot_hours:g} h)"
             )
+
+
+def make_job(
+    work_hours: float,
+    deadline_hours: float,
+    hard_deadline_hours: float | None = None,
+    overhead_hours: float = 0.0,
+    gpus: int | None = None,
+    gpus_min: int | None = None,
+    gpus_max: int | None = None,
+    alpha: float = 1.0,
+    beta: float = 0.0,
+    value: float = 0.0,
+    miss_penalty: float = 0.0,
+) -> Job:
+    """A job from user units (work in hours of one GPU, times in hours), checked: the one builder the CLI, the
+    notebooks and the experiments use (`Job(...)` itself takes work in throughput units)."""
+    if gpus is not None and (gpus_min is not None or gpus_max is not None):
+        raise JobError("give either gpus (N_min = N_max) or gpus_min/gpus_max, not both")
+    n_max = gpus_max if gpus_max is not None else (gpus if gpus is not None else 1)
+    n_min = gpus_min if gpus_min is not None else (gpus if gpus is not None else 1)
+    lo = n_min if n_min is not None else 1
+    for n in sorted({lo, max(lo, n_max)}):  # linear: positive at both ends is positive in between
+        if not alpha * n + beta > 0:
+            raise JobError(f"throughput H({n}) = alpha*{n} + beta = {alpha * n + beta:g} must be > 0 for every "
+                           f"GPU count the job may use ({lo}..{n_max}); check --throughput-alpha/--throughput-beta")
+    return Job.from_gpu_hours(
+        work_hours, deadline_hours, hard_deadline_h=hard_deadline_hours, overhead_h=overhead_hours,
+        n_min=n_min, n_max=n_max, throughput=Throughput(alpha=alpha, beta=beta), value=value,
+        miss_penalty=miss_penalty,
+    )

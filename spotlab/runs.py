@@ -14,11 +14,12 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .errors import JobError, TraceError
-from .job import Job, Throughput
+from .errors import TraceError
+from .job import Job, make_job  # noqa: F401  (make_job re-exported: its old home)
 from .market import Market
 from .policies import make_policy
-from .simulator import Episodes, SimSettings, SimulationResult, simulate
+from .episodes import Episodes, stride_starts
+from .simulator import SimSettings, SimulationResult, simulate
 from .traces import is_json_trace, load_sky_spot_observations, load_tidy_observations, load_windows_csv
 
 SEMANTICS = ("auto", "cant-be-late", "spotlab")
@@ -70,7 +71,7 @@ def load_episodes(
         stride = int(round(stride_hours / market.slot_hours))
         if stride < 1:
             raise TraceError(f"stride {stride_hours:g} h is shorter than one slot of {market.slot_hours:g} h")
-        starts = np.arange(0, len(market) - length + 1, stride, dtype=np.int64)
+        starts = stride_starts(len(market), length, stride)
         if starts.size == 0:
             raise TraceError(f"the trace has {len(market)} slots ({len(market) * market.slot_hours:g} h), "
                              f"shorter than one job's horizon of {horizon_hours:g} h")
@@ -126,36 +127,6 @@ def settings_for(semantics: str, kind: str, billing: str | None = None, safety_n
     base = Semantics.cant_be_late() if cbl else Semantics()
     return Semantics(billing=billing or base.billing, safety_net=safety_net or base.safety_net,
                      give_up=bool(give_up))
-
-
-def make_job(
-    work_hours: float,
-    deadline_hours: float,
-    hard_deadline_hours: float | None = None,
-    overhead_hours: float = 0.0,
-    gpus: int | None = None,
-    gpus_min: int | None = None,
-    gpus_max: int | None = None,
-    alpha: float = 1.0,
-    beta: float = 0.0,
-    value: float = 0.0,
-    miss_penalty: float = 0.0,
-) -> Job:
-    """A job from user units: work in hours of one GPU, times in hours."""
-    if gpus is not None and (gpus_min is not None or gpus_max is not None):
-        raise JobError("give either gpus (N_min = N_max) or gpus_min/gpus_max, not both")
-    n_max = gpus_max if gpus_max is not None else (gpus if gpus is not None else 1)
-    n_min = gpus_min if gpus_min is not None else (gpus if gpus is not None else 1)
-    lo = n_min if n_min is not None else 1
-    for n in sorted({lo, max(lo, n_max)}):  # linear: positive at both ends is positive in between
-        if not alpha * n + beta > 0:
-            raise JobError(f"throughput H({n}) = alpha*{n} + beta = {alpha * n + beta:g} must be > 0 for every "
-                           f"GPU count the job may use ({lo}..{n_max}); check --throughput-alpha/--throughput-beta")
-    return Job.from_gpu_hours(
-        work_hours, deadline_hours, hard_deadline_h=hard_deadline_hours, overhead_h=overhead_hours,
-        n_min=n_min, n_max=n_max, throughput=Throughput(alpha=alpha, beta=beta), value=value,
-        miss_penalty=miss_penalty,
-    )
 
 
 # Policies whose decisions in one window never depend on another window: simulating their windows in blocks

@@ -26,6 +26,7 @@ import pandas as pd
 
 from .errors import ArgumentError, TraceError
 from .job import Job
+from .episodes import Episodes  # noqa: F401  (re-exported: its old home)
 from .market import Market
 from .policies.base import (  # noqa: F401  (the policy interface, re-exported for old import paths)
     EPS, Context, Observation, Policy, ceil_slots, check_action, deadline_pressure, floor_slots,
@@ -46,112 +47,6 @@ class SimSettings:
     @classmethod
     def cant_be_late(cls) -> "SimSettings":
         return cls(billing="full")
-
-
-@dataclass(frozen=True, eq=False)
-class Episodes:
-    """W market windows of equal slot length stacked as (W, T) arrays (padded past `length`)."""
-
-    avail: np.ndarray
-    spot_price: np.ndarray
-    od_price: np.ndarray
-    length: np.ndarray
-    slot_hours: float
-    names: tuple[str, ...]
-    # The slots of the source trace just before each window, (W, P), NaN where there are none: what an
-    # online policy may learn from before its job starts (forecasters need a history).
-    history_avail: np.ndarray | None = None
-    history_price: np.ndarray | None = None
-    starts: np.ndarray | None = None  # slot of the source trace where each window starts (None: unknown)
-
-    @property
-    def n(self) -> int:
-        return int(self.avail.shape[0])
-
-    @classmethod
-    def from_markets(cls, markets: Sequence[Market]) -> "Episodes":
-        if not markets:
-            raise TraceError("no market windows to simulate")
-        dt = markets[0].slot_hours
-        if any(abs(m.slot_hours - dt) > 1e-12 for m in markets):
-            raise TraceError("all windows simulated together must have the same slot length")
-        for m in markets:
-            _require_prices(m)
-        T = max(len(m) for m in markets)
-        W = len(markets)
-        avail = np.zeros((W, T), dtype=np.int64)
-        sp = np.full((W, T), np.nan)
-        od = np.full((W, T), np.nan)
-        for i, m in enumerate(markets):
-            avail[i, : len(m)] = m.avail
-            sp[i, : len(m)] = m.spot_price
-            od[i, : len(m)] = m.od_price
-        return cls(avail, sp, od, np.array([len(m) for m in markets]), dt, tuple(m.name for m in markets))
-
-    @classmethod
-    def from_windows(cls, market: Market, starts: Sequence[int], stops: Sequence[int],
-                     history: int = 0) -> "Episodes":
-        """Windows `[start, stop)` of one market without building a `Market` per window; `history` slots
-        before each start are kept (NaN before the trace begins) for policies that forecast."""
-        starts = np.asarray(starts, dtype=np.int64)
-        stops = np.asarray(stops, dtype=np.int64)
-        if starts.size == 0:
-            raise TraceError("no windows given")
-        if np.any(starts < 0) or np.any(stops > len(market)) or np.any(stops <= starts):
-            i = int(np.flatnonzero((starts < 0) | (stops > len(market)) | (stops <= starts))[0])
-            raise TraceError(f"window {i} [{starts[i]}, {stops[i]}) is outside the trace's {len(market)} slots")
-        _require_prices(market)
-        length = stops - starts
-        T = int(length.max())
-        full = bool(np.all(length == T))
-        avail = _cut(market.avail, starts, T, 0)
-        sp = _cut(market.spot_price, starts, T, np.nan, constant_ok=full)
-        od = _cut(market.od_price, starts, T, np.nan, constant_ok=full)
-        if not full:  # shorter windows: nothing past their end (padding)
-            tail = np.arange(T)[None, :] >= length[:, None]
-            avail[tail] = 0
-            sp[tail] = np.nan
-            od[tail] = np.nan
-        name = market.name
-        names = tuple(f"{name}[{a}:{b}]" for a, b in zip(starts.tolist(), stops.tolist()))
-        hist_a = hist_p = None
-        if history:
-            P = int(history)
-            before = np.full(P, np.nan)
-            hist_a = _cut(np.concatenate([before, market.avail.astype(float)]), starts, P, np.nan, by_slot=False)
-            hist_p = _cut(np.concatenate([before, market.spot_price]), starts, P, np.nan, by_slot=False)
-        return cls(avail, sp, od, length, market.slot_hours, names, hist_a, hist_p, starts.copy())
-
-
-def _cut(series: np.ndarray, starts: np.ndarray, width: int, fill: float, constant_ok: bool = False,
-         by_slot: bool = True) -> np.ndarray:
-    """Rows `series[start:start + width]` for every start, by array indexing (one gather, no Python loop);
-    past the end of `series` the rows hold `fill`. A constant series (e.g. a price given on the command line)
-    becomes a read-only broadcast view when `constant_ok`: no copy at all."""
-    if constant_ok and series.size and np.all(series == series[0]):
-        return np.broadcast_to(series[:1].copy(), (starts.size, width))
-    need = int(starts.max()) + width
-    if need > series.size:
-        pad = np.full(need - series.size, fill, dtype=series.dtype if np.issubdtype(series.dtype, np.integer) else float)
-        series = np.concatenate([series, pad])
-    if not by_slot:
-        return np.lib.stride_tricks.sliding_window_view(series, width)[starts]
-    # gathered slot-major and returned as its (W, width) transpose: the simulator reads one slot of every
-    # window at a time, which is then a contiguous column instead of W scattered cells. One `take` per slot
-    # (a loop over slots, not windows) needs no (width, W) index array and is ~5x faster than one fancy index.
-    out = np.empty((width, starts.size), dtype=series.dtype)
-    at = starts.copy()
-    for row in out:
-        np.take(series, at, out=row)
-        at += 1
-    return out.T
-
-
-def _require_prices(m: Market) -> None:
-    for ok, which in ((m.has_spot_price, "spot"), (m.has_od_price, "on-demand")):
-        if not ok:
-            raise TraceError(f"{m.name}: the trace has no {which} price for some slots; give one "
-                             f"(CLI: --{which}-price P, Python: market.with_prices(...))")
 
 
 @dataclass(frozen=True, eq=False)

@@ -32,7 +32,8 @@ from ..errors import TraceError
 from ..job import Job, Throughput
 from ..market import Market
 from ..runs import Semantics
-from ..simulator import Episodes, horizon_slots, simulate
+from ..episodes import Episodes, stride_starts
+from ..simulator import horizon_slots, simulate
 from ..synthetic import synthetic_market
 from ..traces import load_tidy_csv, load_trace
 
@@ -170,9 +171,7 @@ def job_episodes(market: Market, job: Job, stride_hours: float = 6.0, max_jobs: 
     stride = max(1, int(round(stride_hours / dt)))
     if skip + length > len(market):  # a short trace (A100: 32 h): the jobs learn from what there is
         skip = 0
-    starts = np.arange(skip, len(market) - length + 1, stride, dtype=np.int64)
-    if max_jobs is not None:
-        starts = starts[:int(max_jobs)]
+    starts = stride_starts(len(market), length, stride, skip, max_jobs)
     if starts.size == 0:
         raise TraceError(f"{market.name}: {len(market)} slots leave no job window of {length} slots after "
                          f"{skip} slots of history; use a longer trace or less history")
