@@ -11,6 +11,8 @@ from typing import Callable, Mapping
 import numpy as np
 import pandas as pd
 
+from .outputs import Output, Outputs
+
 
 def project_root() -> Path:
     """The checkout the notebooks belong to: the folder above the `spotlab` package when it holds `notebooks/`
@@ -30,15 +32,18 @@ def project_path(path: str | Path) -> Path:
     return p if p.is_absolute() else project_root() / p
 
 
-def saver(out_dir: str | Path, prefix: str) -> Callable:
-    """`save(fig, table, name)` writing `<prefix>_<name>.png` and the `.csv` behind it into `out_dir`
-    (relative: under the project root). The figure stays open, so the notebook also shows it inline."""
+def saver(out_dir: str | Path, prefix: str | Outputs) -> Callable:
+    """`save(fig, table, output)` writing `output.png` and the `.csv` behind it into `out_dir` (relative:
+    under the project root), for an `Output` declared as a `FIGURE` (`spotlab.experiments.outputs`); a plain
+    `name` writes `<prefix>_<name>.png/.csv`. The figure stays open, so the notebook also shows it inline."""
     out = project_path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    pre = prefix.notebook if isinstance(prefix, Outputs) else prefix
 
-    def save(fig, table: pd.DataFrame, name: str) -> None:
-        fig.savefig(out / f"{prefix}_{name}.png", dpi=120, bbox_inches="tight")
-        table.to_csv(out / f"{prefix}_{name}.csv", index=False)
+    def save(fig, table: pd.DataFrame, name: str | Output) -> None:
+        png, csv = (name.png, name.csv) if isinstance(name, Output) else (f"{pre}_{name}.png", f"{pre}_{name}.csv")
+        fig.savefig(out / png, dpi=120, bbox_inches="tight")
+        table.to_csv(out / csv, index=False)
 
     return save
 
