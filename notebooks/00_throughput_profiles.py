@@ -42,9 +42,10 @@ from IPython.display import display
 
 from spotlab import profiles as prof
 from spotlab.experiments.figures import saver
+from spotlab.experiments.outputs import THROUGHPUT as OUT
 
 sns.set_theme(style="whitegrid", context="notebook")
-save = saver(out_dir, "00")
+save = saver(out_dir, OUT)
 counts = list(range(1, int(max_gpus) + 1))
 setup = prof.TrainSetup()
 
@@ -99,7 +100,7 @@ if measured is not None:
     ax.set_ylabel("throughput (CSV unit)")
     ax.legend(fontsize=7, loc="upper left")
 fig.tight_layout()
-save(fig, curves, "throughput_vs_gpus")
+save(fig, curves, OUT.throughput_vs_gpus)
 plt.show()
 
 # %% [markdown]
@@ -128,7 +129,7 @@ ax.set_ylabel("residual (% of H(1))")
 ax.set_title("Residuals of H(n) = αn + β", fontsize=10)
 ax.legend(fontsize=8)
 fig.tight_layout()
-save(fig, residuals, "residuals")
+save(fig, residuals, OUT.residuals)
 plt.show()
 
 # %% [markdown]
@@ -149,7 +150,7 @@ for part in parts:
 ax.set_xlabel(f"seconds per step on {max(counts)} GPUs")
 ax.legend(fontsize=8, loc="lower right")
 fig.tight_layout()
-save(fig, last[["model", "gpu", "n", "step_time", *parts]], "step_breakdown")
+save(fig, last[["model", "gpu", "n", "step_time", *parts]], OUT.step_breakdown)
 plt.show()
 
 # %% [markdown]
@@ -164,6 +165,6 @@ table = prof.fits_table(fits)
 if measured_fit is not None:
     table = pd.concat([table, pd.DataFrame([{"model": measured_label, "gpu": "csv", **measured_fit.as_row()}])],
                       ignore_index=True)
-table.to_csv(f"{out_dir}/00_fits.csv", index=False)
-table.to_json(f"{out_dir}/00_fits.json", orient="records", indent=1)
+table.to_csv(f"{out_dir}/{OUT.fits.csv}", index=False)
+table.to_json(f"{out_dir}/{OUT.fits.json}", orient="records", indent=1)
 display(table.round(4))

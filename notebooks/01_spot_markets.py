@@ -43,12 +43,13 @@ from spotlab.data import dataset_path
 from spotlab.experiments import figures as figs
 from spotlab.experiments import markets as mk
 from spotlab.traces import tidy_zones
+from spotlab.experiments.outputs import SPOT_MARKETS as OUT
 
 sns.set_theme(style="whitegrid", context="notebook")
 out = Path(out_dir)
 out.mkdir(parents=True, exist_ok=True)
 
-save = figs.saver(out, "01")
+save = figs.saver(out, OUT)
 by_dataset = figs.by_dataset
 
 
@@ -63,7 +64,7 @@ for key, f in files.items():
     markets[key] = mk.load_all_zones(f.relpath, slot_hours, zones=zones, max_hours=quick_hours if quick else None)
 
 summary = by_dataset(mk.zone_summary, markets)
-summary.to_csv(out / "01_zone_summary.csv", index=False)
+summary.to_csv(out / OUT.zone_summary.csv, index=False)
 display(summary.round(dict.fromkeys(summary.select_dtypes("number").columns, 3)))
 
 # %% [markdown]
@@ -90,7 +91,7 @@ for ax, (key, f) in zip(np.atleast_1d(axes), files.items()):
     ax.grid(False)
 fig.colorbar(mesh, ax=axes, label="available / requested GPUs", fraction=0.02, pad=0.01)
 fig.get_layout_engine().set(h_pad=0.12)
-save(fig, avail, "availability_over_time")
+save(fig, avail, OUT.availability_over_time)
 plt.show()
 
 # %% [markdown]
@@ -121,7 +122,7 @@ axes[1].set_title("GCP H100 list prices (constant)", fontsize=10, loc="left")
 axes[1].legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
 fig.tight_layout()
 save(fig, avail[avail["dataset"].isin(price_keys)][["dataset", "time", "zone", "gpu", "spot_price", "od_price"]],
-     "spot_price_over_time")
+     OUT.spot_price_over_time)
 plt.show()
 
 # %% [markdown]
@@ -136,7 +137,7 @@ plt.show()
 real = [k for k, f in files.items() if f.real_clock]
 daily = by_dataset(mk.daily_profile, {k: markets[k] for k in real})
 fig, daily = figs.daily_profile_figure(daily, files)
-save(fig, daily, "daily_profile")
+save(fig, daily, OUT.daily_profile)
 plt.show()
 
 # %% [markdown]
@@ -163,7 +164,7 @@ for ax, (key, f) in zip(axes, files.items()):
     ax.set_title(f.title, fontsize=9, loc="left")
 axes[0].set_ylabel("share of slots with ≥ k GPUs available")
 fig.tight_layout()
-save(fig, kfrac, "k_available")
+save(fig, kfrac, OUT.k_available)
 plt.show()
 
 # %% [markdown]
@@ -191,8 +192,8 @@ for ax, (key, f) in zip(axes, files.items()):
     ax.legend(title=f"≥{spell_k} GPU", fontsize=7, title_fontsize=7)
 axes[0].set_ylabel("spell length (hours, log scale)")
 fig.tight_layout()
-save(fig, stats, "spell_lengths")
-sp.to_csv(out / "01_spell_lengths_all_spells.csv", index=False)
+save(fig, stats, OUT.spell_lengths)
+sp.to_csv(out / OUT.spell_lengths_all_spells.csv, index=False)
 plt.show()
 display(stats[["dataset", "zone", "k", "state", "mean", "median", "p90", "count"]].round(2))
 
@@ -217,7 +218,7 @@ for ax, (key, f) in zip(axes, files.items()):
     ax.legend(fontsize=7)
 axes[0].set_ylabel("autocorrelation of available / requested")
 fig.tight_layout()
-save(fig, acf, "autocorrelation")
+save(fig, acf, OUT.autocorrelation)
 plt.show()
 
 # %% [markdown]
@@ -244,7 +245,7 @@ np.atleast_1d(axes)[-1].set_xlabel("hours since trace start")
 fig.supylabel("A100 GPUs available (of 4)")
 fig.suptitle("GCP A100-40GB spot availability per zone", y=1.0)
 fig.tight_layout()
-save(fig, a100_tab, "a100_availability")
+save(fig, a100_tab, OUT.a100_availability)
 plt.show()
 
 # %% [markdown]
@@ -302,7 +303,7 @@ for a, col, label in ((axes[0][1], "spot", "spot price (USD/GPU-h)"), (axes[1][1
 axes[2][1].axis("off")
 fig.suptitle(f"{files['marketplace_h100'].title}: {len(snaps)} snapshots, "
              f"{snaps['time'].iloc[0]:%Y-%m-%d} to {snaps['time'].iloc[-1]:%Y-%m-%d}", x=0.01, ha="left")
-save(fig, snaps, "marketplace_over_time")
+save(fig, snaps, OUT.marketplace_over_time)
 plt.show()
 display(prof.round(3))
 print(f"flagged spot offer in {snaps['flagged_spot'].notna().mean():.0%} of snapshots; spot/median price "

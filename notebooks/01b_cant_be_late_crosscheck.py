@@ -38,6 +38,7 @@ from IPython.display import display
 
 from spotlab.data import dataset_path
 from spotlab.experiments import cant_be_late as cbl
+from spotlab.experiments.cant_be_late import OUTPUTS as OUT
 
 sns.set_theme(style="whitegrid", context="notebook")
 out = Path(out_dir)
@@ -45,8 +46,8 @@ out.mkdir(parents=True, exist_ok=True)
 if quick and windows_limit is None:
     windows_limit = 10
 
-summary_csv = out / "01b_crosscheck.csv"
-windows_csv = out / "01b_window_costs.csv"
+summary_csv = out / OUT.crosscheck.csv
+windows_csv = out / OUT.window_costs.csv
 if not resume:
     summary_csv.unlink(missing_ok=True)
     windows_csv.unlink(missing_ok=True)
@@ -67,7 +68,7 @@ res = cbl.crosscheck(
 table = res[["deadline", "policy", "our_mean_cost", "published_mean_cost", "rel_diff", "runs", "comparable",
              "within_tolerance", "deadline_met_fraction", "seconds"]]
 display(table.round(4))
-table.to_json(out / "01b_crosscheck.json", orient="records", indent=1)
+table.to_json(out / OUT.crosscheck.json, orient="records", indent=1)
 
 # %% [markdown]
 # ## Ours vs published
@@ -97,8 +98,8 @@ for ax, deadline in zip(axes[0], deadlines):
 axes[0][0].set_ylabel("mean cost per job (USD)")
 axes[0][0].legend(loc="upper right", fontsize=8)
 fig.tight_layout()
-fig.savefig(out / "01b_ours_vs_published.png", dpi=120, bbox_inches="tight")
-table.to_csv(out / "01b_ours_vs_published.csv", index=False)
+fig.savefig(out / OUT.ours_vs_published.png, dpi=120, bbox_inches="tight")
+table.to_csv(out / OUT.ours_vs_published.csv, index=False)
 plt.show()
 
 # %% [markdown]
@@ -122,8 +123,8 @@ ax.set_ylabel("cost per window (USD)")
 ax.set_title(f"Cost per window, deadline {deadlines[0]} h ({win['window'].nunique()} windows)", fontsize=10)
 ax.legend(loc="lower left", fontsize=8)
 fig.tight_layout()
-fig.savefig(out / "01b_window_costs_52h.png", dpi=120, bbox_inches="tight")
-win.to_csv(out / "01b_window_costs_52h.csv", index=False)
+fig.savefig(out / OUT.window_costs_52h.png, dpi=120, bbox_inches="tight")
+win.to_csv(out / OUT.window_costs_52h.csv, index=False)
 plt.show()
 
 # %% [markdown]
@@ -135,5 +136,5 @@ plt.show()
 
 # %%
 spells = cbl.spell_crosscheck(dataset_path(cbl.TRACE_RELPATH), dataset_path(cbl.STATS_RELPATH))
-spells.to_csv(out / "01b_spell_stats.csv", index=False)
+spells.to_csv(out / OUT.spell_stats.csv, index=False)
 display(spells.round(4))

@@ -49,6 +49,7 @@ import seaborn as sns
 from IPython.display import display
 
 from spotlab.experiments import leaderboard as lb
+from spotlab.experiments.leaderboard import OUTPUTS as OUT
 
 sns.set_theme(style="whitegrid", context="notebook")
 out = Path(out_dir)
@@ -57,8 +58,8 @@ if quick:
     optimum_windows = 3 if optimum_windows is None else optimum_windows
     slow_policies = [p for p in slow_policies if p != "select"]
     slow_deadlines, slow_overheads = slow_deadlines[:1], slow_overheads[:1]
-runs_csv = out / "01c_leaderboard_runs.csv"
-other_csv = out / "01c_other_windows_runs.csv"
+runs_csv = out / OUT.leaderboard_runs.csv
+other_csv = out / OUT.other_windows_runs.csv
 if not resume:
     runs_csv.unlink(missing_ok=True)
     other_csv.unlink(missing_ok=True)
@@ -81,7 +82,7 @@ slow_rows = lb.run(slow_w, policies=slow_policies, deadlines=slow_deadlines, ove
                    params={"select": select_params}, out_csv=runs_csv) if slow_policies else rows.iloc[:0]
 summary = lb.summarise(pd.concat([rows, slow_rows], ignore_index=True))
 table = lb.with_peers(summary)
-table.to_csv(out / "01c_leaderboard.csv", index=False)
+table.to_csv(out / OUT.leaderboard.csv, index=False)
 display(table.round(3))
 display(lb.same_as_peer(rows))
 
@@ -97,7 +98,7 @@ if len(slow_rows):
     keys = ["env", "window", "start_tick", "deadline", "overhead"]
     sub = rows.merge(slow_rows[keys].drop_duplicates(), on=keys)
     same_runs = lb.summarise(pd.concat([sub, slow_rows], ignore_index=True), full_runs=len(slow_rows) // len(slow_policies))
-    same_runs.to_csv(out / "01c_slow_policies_subset.csv", index=False)
+    same_runs.to_csv(out / OUT.slow_policies_subset.csv, index=False)
     display(same_runs.round(3))
 
 # %% [markdown]
@@ -127,7 +128,7 @@ ax.set_xlim(0, 200)
 ax.set_xlabel("mean cost per run (USD)")
 ax.set_title("Can't Be Late leaderboard: 6 envs × 30 windows × 2 deadlines × 3 overheads", fontsize=10)
 fig.tight_layout()
-fig.savefig(out / "01c_leaderboard.png", dpi=120, bbox_inches="tight")
+fig.savefig(out / OUT.leaderboard.png, dpi=120, bbox_inches="tight")
 plt.show()
 
 # %% [markdown]
@@ -138,7 +139,7 @@ plt.show()
 # %%
 full = rows[rows["policy"].isin(summary.loc[summary["complete"], "policy"])]
 per_env = full.groupby(["env", "deadline", "policy"])["cost"].mean().unstack("policy")
-per_env.to_csv(out / "01c_per_env.csv")
+per_env.to_csv(out / OUT.per_env.csv)
 display(per_env.round(2))
 fig, axes = plt.subplots(1, 2, figsize=(12, 4.2), sharey=True)
 for ax, dl in zip(axes, lb.DEADLINES):
@@ -150,7 +151,7 @@ for ax, dl in zip(axes, lb.DEADLINES):
 axes[0].set_ylabel("mean cost (USD)")
 axes[-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1, 1))
 fig.tight_layout()
-fig.savefig(out / "01c_per_env.png", dpi=120, bbox_inches="tight")
+fig.savefig(out / OUT.per_env.png, dpi=120, bbox_inches="tight")
 plt.show()
 
 # %% [markdown]
@@ -175,7 +176,7 @@ if other_windows:
         parts.append(s)
     other = pd.concat(parts, ignore_index=True)[["windows", "policy", "runs", "mean_cost", "deadline_met_fraction",
                                                  "deadline_misses", "score"]]
-    other.to_csv(out / "01c_other_windows.csv", index=False)
+    other.to_csv(out / OUT.other_windows.csv, index=False)
     display(other.round(3))
 
 # %%
@@ -184,4 +185,4 @@ if other_windows:
     head["other_windows"] = {f"{r.windows}|{r.policy}": {"runs": int(r.runs), "mean_cost": float(r.mean_cost),
                                                           "deadline_met_fraction": float(r.deadline_met_fraction)}
                              for r in other.itertuples()}
-(out / "01c_leaderboard.json").write_text(json.dumps(head, indent=1))
+(out / OUT.leaderboard.json).write_text(json.dumps(head, indent=1))

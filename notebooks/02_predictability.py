@@ -51,6 +51,7 @@ from IPython.display import display
 from spotlab.experiments import figures as figs
 from spotlab.experiments import markets as mk
 from spotlab.experiments import predictability as pr
+from spotlab.experiments.predictability import OUTPUTS as OUT
 
 sns.set_theme(style="whitegrid", context="notebook")
 out = Path(out_dir)
@@ -60,7 +61,7 @@ zones_limit = quick_zones if quick else None
 span_hours = quick_hours if quick else None
 model_list = list(models) if models is not None else list(pr.QUICK_MODELS if quick else pr.ALL_MODELS)
 
-save = figs.saver(out, "02")
+save = figs.saver(out, OUT)
 by_dataset = figs.by_dataset
 
 
@@ -104,7 +105,7 @@ for ax, (key, target) in zip(axes[0], panels):
         ax.legend(fontsize=7)
 axes[0][0].set_ylabel(f"autocorrelation ({slot_label(slot0)} slots)")
 fig.tight_layout()
-save(fig, acf_all, "autocorrelation")
+save(fig, acf_all, OUT.autocorrelation)
 plt.show()
 print("price ACF: only", ", ".join(pacf["dataset"].unique()) or "none",
       "- GCP H100 prices are constant list prices; the 16-node and A100 traces have no price")
@@ -120,7 +121,7 @@ real = [k for k, f in files.items() if f.real_clock]
 print("daily profiles skipped (made-up clock):", ", ".join(k for k in files if k not in real))
 daily = by_dataset(mk.daily_profile, {k: markets[k] for k in real})
 fig, daily = figs.daily_profile_figure(daily, files)
-save(fig, daily, "daily_profile")
+save(fig, daily, OUT.daily_profile)
 plt.show()
 
 # %% [markdown]
@@ -137,8 +138,8 @@ errors, plan = pr.forecast_errors(files, slot_hours_list, model_list, horizons, 
                                   n_jobs=n_jobs, train_hours=train_hours, refit_hours=refit_hours)
 elapsed = time.perf_counter() - tic
 print(f"rolling evaluation: {elapsed:.1f} s, {len(errors)} rows, models: {', '.join(model_list)}")
-plan.to_csv(out / "02_evaluation_plan.csv", index=False)
-errors.to_csv(out / "02_forecast_errors_by_zone.csv", index=False)
+plan.to_csv(out / OUT.evaluation_plan.csv, index=False)
+errors.to_csv(out / OUT.forecast_errors_by_zone.csv, index=False)
 for r in plan[plan["reason"].fillna("") != ""].itertuples():
     print(f"{r.status} {r.dataset} @ {slot_label(r.slot_hours)} {r.target}: {r.reason}")
 display(plan[plan["status"] == "ok"].drop(columns="reason").round(2))
@@ -170,7 +171,7 @@ for ax, (key, target) in zip(axes[0], combos):
 handles, labels = axes[0][0].get_legend_handles_labels()
 fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(len(labels), 6), fontsize=8)
 fig.tight_layout()
-save(fig, curve, "forecast_error_vs_horizon")
+save(fig, curve, OUT.forecast_error_vs_horizon)
 plt.show()
 
 # %% [markdown]
@@ -199,7 +200,7 @@ ax.set_xlabel("horizon (slots)")
 ax.set_ylabel("file, zone, slot, target [best model]")
 ax.tick_params(axis="y", labelsize=7)
 fig.tight_layout()
-save(fig, best, "best_models")
+save(fig, best, OUT.best_models)
 plt.show()
 
 # %% [markdown]
@@ -229,8 +230,8 @@ for ax in axes:
     horizon_axis(ax)
     ax.legend(fontsize=7)
 fig.tight_layout()
-save(fig, summ, "error_meaning")
-meaning.to_csv(out / "02_error_meaning_by_zone.csv", index=False)
+save(fig, summ, OUT.error_meaning)
+meaning.to_csv(out / OUT.error_meaning_by_zone.csv, index=False)
 plt.show()
 display(summ.round(4))
 
@@ -265,6 +266,6 @@ for ax, (key, target) in zip(axes[0], combos):
 handles, labels = axes[0][0].get_legend_handles_labels()
 fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(len(labels), 6), fontsize=8)
 fig.tight_layout()
-save(fig, cal, "quantile_calibration")
+save(fig, cal, OUT.quantile_calibration)
 plt.show()
 display(cal.groupby(["target", "model", "q"])["coverage"].mean().unstack("q").round(3))

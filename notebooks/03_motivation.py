@@ -59,14 +59,15 @@ from IPython.display import display
 from spotlab.experiments import figures as figs
 from spotlab.experiments import horizon as hz
 from spotlab.experiments.setups import JobSpec
+from spotlab.experiments.horizon import MOTIVATION as OUT
 
 sns.set_theme(style="whitegrid", context="notebook")
 out = Path(out_dir)
 out.mkdir(parents=True, exist_ok=True)
 if quick:
     markets, hours, max_jobs = ["calm", "volatile"], 24 * 10, 4
-save = figs.saver(out, "03")
-jobs_csv = out / "03_motivation_jobs.csv"
+save = figs.saver(out, OUT)
+jobs_csv = out / OUT.motivation_jobs.csv
 if not resume:
     jobs_csv.unlink(missing_ok=True)
 spec = JobSpec()
@@ -84,7 +85,7 @@ jobs = hz.motivation(markets, spec, sigmas=sigmas, w=w, v=v, solver=solver, seed
                      market_seed=market_seed, stride_hours=stride_hours, max_jobs=max_jobs)
 print(f"{len(jobs)} job results in {time.perf_counter() - tic:.1f} s")
 setup = hz.setup_table(jobs)
-(out / "03_setup.json").write_text(json.dumps({"seed": seed, "market_seed": market_seed, "w": w, "v": v,
+(out / OUT.setup.json).write_text(json.dumps({"seed": seed, "market_seed": market_seed, "w": w, "v": v,
                                                "sigmas": sigmas, "solver": solver,
                                                "setups": setup.to_dict(orient="records")}, indent=1, default=str))
 display(setup.set_index("label").T)
@@ -123,7 +124,7 @@ axes[0][0].set_ylabel("mean utility per job ($)")
 axes[1][0].set_ylabel("mean cost per job ($)")
 fig.suptitle(f"A1 = CHC (w={w}, v={v}) on oracle forecasts with error σ; A2 = prediction-free", fontsize=10)
 fig.tight_layout()
-save(fig, summ, "utility_by_method")
+save(fig, summ, OUT.utility_by_method)
 plt.show()
 
 # %% [markdown]
@@ -151,7 +152,7 @@ for ax, key in zip(axes[0], keys):
     ax.set_xlabel("utility − A2's utility, same job ($)")
     ax.set_title(key, fontsize=10, loc="left")
 fig.tight_layout()
-save(fig, pair, "paired_vs_a2")
+save(fig, pair, OUT.paired_vs_a2)
 plt.show()
 
 # %% [markdown]
@@ -176,7 +177,7 @@ for key in keys:
                  "accurate A1 cheaper than A2": bool(s.loc[acc, "cost"] < s.loc["A2", "cost"]),
                  "inaccurate A1 worse than A2": bool(s.loc[inacc, "utility"] < s.loc["A2", "utility"])})
 key_numbers = pd.DataFrame(rows)
-key_numbers.to_csv(out / "03_key_numbers.csv", index=False)
+key_numbers.to_csv(out / OUT.key_numbers.csv, index=False)
 figs.sweep_result(out, key_numbers, ["market"])  # headline numbers for `spotlab sweep`
 display(key_numbers.round(2).set_index("market").T)
 for r in rows:

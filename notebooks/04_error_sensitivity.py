@@ -55,6 +55,7 @@ from IPython.display import display
 from spotlab.experiments import figures as figs
 from spotlab.experiments import horizon as hz
 from spotlab.experiments.setups import JobSpec
+from spotlab.experiments.horizon import SENSITIVITY as OUT
 
 sns.set_theme(style="whitegrid", context="notebook")
 out = Path(out_dir)
@@ -62,8 +63,8 @@ out.mkdir(parents=True, exist_ok=True)
 if quick:
     markets, hours, max_jobs = ["volatile"], 24 * 10, 4
     sigmas, chc_variants = [0.0, 0.25, 0.5], [[6, 1], [6, 6]]
-save = figs.saver(out, "04")
-jobs_csv = out / "04_error_sensitivity_jobs.csv"
+save = figs.saver(out, OUT)
+jobs_csv = out / OUT.error_sensitivity_jobs.csv
 if not resume:
     jobs_csv.unlink(missing_ok=True)
 spec = JobSpec()
@@ -86,7 +87,7 @@ for key in markets:
 jobs = pd.concat(parts, ignore_index=True)
 print(f"{len(jobs)} job results in {time.perf_counter() - tic:.1f} s")
 setup = hz.setup_table(jobs)
-(out / "04_setup.json").write_text(json.dumps({"seed": seed, "market_seed": market_seed, "sigmas": sigmas,
+(out / OUT.setup.json).write_text(json.dumps({"seed": seed, "market_seed": market_seed, "sigmas": sigmas,
                                                "chc_variants": chc_variants, "a2_pool": a2_pool,
                                                "algorithm": algorithm, "solver": solver,
                                                "setups": setup.to_dict(orient="records")}, indent=1, default=str))
@@ -129,8 +130,8 @@ axes[0][0].set_ylabel("mean utility per job ($)")
 axes[1][0].set_ylabel("utility − A2's on the same job ($)")
 axes[0][0].legend(fontsize=8)
 fig.tight_layout()
-save(fig, summ, "utility_vs_sigma")
-pair.to_csv(out / "04_paired_vs_a2.csv", index=False)
+save(fig, summ, OUT.utility_vs_sigma)
+pair.to_csv(out / OUT.paired_vs_a2.csv, index=False)
 plt.show()
 
 # %% [markdown]
@@ -143,7 +144,7 @@ plt.show()
 lo, hi = min(sigmas), max(sigmas)
 table = summ.pivot_table(index=["market", "method"], columns="sigma", values="utility").round(2)
 display(table)
-table.reset_index().to_csv(out / "04_utility_table.csv", index=False)
+table.reset_index().to_csv(out / OUT.utility_table.csv, index=False)
 figs.sweep_result(out, summ[["market", "method", "sigma", "utility"]], ["market", "method", "sigma"])
 for key in markets:
     s = summ[summ["market"] == key]

@@ -53,14 +53,15 @@ from IPython.display import display
 from spotlab.experiments import figures as figs
 from spotlab.experiments import horizon as hz
 from spotlab.experiments.setups import JobSpec
+from spotlab.experiments.horizon import COMMITMENT as OUT
 
 sns.set_theme(style="white", context="notebook")
 out = Path(out_dir)
 out.mkdir(parents=True, exist_ok=True)
 if quick:
     markets, hours, max_jobs, ws = ["volatile"], 24 * 10, 4, [2, 4, 6]
-save = figs.saver(out, "05")
-jobs_csv = out / "05_commitment_jobs.csv"
+save = figs.saver(out, OUT)
+jobs_csv = out / OUT.commitment_jobs.csv
 if not resume:
     jobs_csv.unlink(missing_ok=True)
 spec = JobSpec()
@@ -80,7 +81,7 @@ parts = [hz.commitment_grid(key, spec, ws=ws, vs=vs or None, sigmas=sigmas, solv
 jobs = pd.concat(parts, ignore_index=True)
 print(f"{len(jobs)} job results in {time.perf_counter() - tic:.1f} s")
 setup = hz.setup_table(jobs)
-(out / "05_setup.json").write_text(json.dumps({"seed": seed, "market_seed": market_seed, "ws": ws, "vs": vs,
+(out / OUT.setup.json).write_text(json.dumps({"seed": seed, "market_seed": market_seed, "ws": ws, "vs": vs,
                                                "sigmas": sigmas, "solver": solver,
                                                "setups": setup.to_dict(orient="records")}, indent=1, default=str))
 display(setup.set_index("label").T)
@@ -113,7 +114,7 @@ for i, key in enumerate(markets):
         ax.set_xlabel("commitment level v (slots)")
         ax.set_ylabel("window w (slots)")
 fig.tight_layout()
-save(fig, grid, "utility_heatmap")
+save(fig, grid, OUT.utility_heatmap)
 plt.show()
 
 # %% [markdown]
@@ -136,7 +137,7 @@ for key in markets:
                      f"fhc_w{wmax}": at.get((wmax, wmax), np.nan), "worst_utility": g["utility"].min(),
                      "A2_utility": a2u, "jobs": int(b["n"])})
 best = pd.DataFrame(rows)
-best.to_csv(out / "05_best_cells.csv", index=False)
+best.to_csv(out / OUT.best_cells.csv, index=False)
 figs.sweep_result(out, best, ["market", "sigma"])  # headline numbers for `spotlab sweep`
 display(best.round(2))
 for r in rows:

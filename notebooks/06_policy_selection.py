@@ -60,6 +60,7 @@ from IPython.display import display
 from spotlab.experiments import comparison as cmp
 from spotlab.experiments import figures as figs
 from spotlab.experiments import setups
+from spotlab.experiments.comparison import SELECTION as OUT
 
 sns.set_theme(style="whitegrid", context="notebook")
 out = Path(out_dir)
@@ -67,7 +68,7 @@ out.mkdir(parents=True, exist_ok=True)
 if quick:
     market, pool, stride_hours, max_jobs, hours = "calm", "quick", 6.0, 12, 24 * 11
 spec = setups.JobSpec(deadline_h=deadline_h)
-save = figs.saver(out, "06")
+save = figs.saver(out, OUT)
 params = {"market": market, "pool": pool, "algorithms": list(algorithms), "stride_hours": stride_hours,
           "max_jobs": max_jobs, "slot_hours": slot_hours, "seed": seed, "deadline_h": deadline_h,
           "hours": hours}
@@ -80,7 +81,7 @@ params = {"market": market, "pool": pool, "algorithms": list(algorithms), "strid
 # A re-run with the same parameters reads them back instead of replaying the pool.
 
 # %%
-rounds_csv, summary_json = out / "06_selection_rounds.csv", out / "06_selection_summary.json"
+rounds_csv, summary_json = out / OUT.selection_rounds.csv, out / OUT.selection_summary.json
 cached = (resume and rounds_csv.exists() and summary_json.exists()
           and json.loads(summary_json.read_text()).get("params") == json.loads(json.dumps(params)))
 tic = time.perf_counter()
@@ -135,7 +136,7 @@ ax.set_title(f"A3 ({algo0}) weights over {int(row0['rounds'])} jobs on {market} 
 ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=7)
 fig.tight_layout()
 weights = hf[["round", "window", "member", "best_member_so_far"] + wcols]
-save(fig, weights, "weights")
+save(fig, weights, OUT.weights)
 plt.show()
 
 # %% [markdown]
@@ -171,7 +172,7 @@ ax.set_title(f"Regret of A3 vs the best fixed pool member, {market}", fontsize=1
 ax.legend(fontsize=8)
 fig.tight_layout()
 regret = frame[["algorithm", "round", "regret", "regret_realised", "utility_expected", "bound_hedge"]]
-save(fig, regret, "regret_loglog")
+save(fig, regret, OUT.regret_loglog)
 plt.show()
 
 # %% [markdown]
@@ -197,6 +198,6 @@ ax.invert_yaxis()
 ax.set_xlabel("rounds in which the member was run")
 ax.legend(fontsize=8)
 fig.tight_layout()
-save(fig, counts, "member_choices")
+save(fig, counts, OUT.member_choices)
 plt.show()
 display(counts.round(2))

@@ -57,13 +57,14 @@ from IPython.display import display
 from spotlab.experiments import comparison as cmp
 from spotlab.experiments import figures as figs
 from spotlab.experiments import setups
+from spotlab.experiments.comparison import MAIN as OUT
 
 sns.set_theme(style="whitegrid", context="notebook")
 out = Path(out_dir)
 out.mkdir(parents=True, exist_ok=True)
 if quick:
     markets, pool, max_jobs, stride_hours = ["calm", "volatile"], "quick", 3, 6.0
-save = figs.saver(out, "07")
+save = figs.saver(out, OUT)
 spec = setups.JobSpec(deadline_h=deadline_h)
 methods = cmp.default_methods(pool=pool, predictor=predictor, w=w, v=v, solver=solver, n_jobs=n_jobs)
 
@@ -77,7 +78,7 @@ res = cmp.main_comparison(markets, spec, methods, stride_hours=stride_hours, max
                           spot_share=spot_share)
 print(f"computed {len(res.computed)} (market, method) pairs, read {len(markets) * len(methods) - len(res.computed)}"
       f" back from {res.csv.name}")
-res.setups.to_csv(out / "07_setups.csv", index=False)
+res.setups.to_csv(out / OUT.setups.csv, index=False)
 display(res.setups[["market", "title", "jobs", "stride_hours", "n_max", "work", "deadline_h", "hard_deadline_h",
                     "value", "od_cost"]].round(2))
 
@@ -90,7 +91,7 @@ display(res.setups[["market", "title", "jobs", "stride_hours", "n_max", "work", 
 
 # %%
 table = res.table
-table.to_csv(out / "07_comparison_table.csv", index=False)
+table.to_csv(out / OUT.comparison_table.csv, index=False)
 cols = ["market", "method", "jobs", "mean_utility", "ci95_utility", "mean_cost", "mean_completion_h",
         "deadline_hit_rate", "hard_deadline_hit_rate", "mean_reconfigurations", "share_of_optimum"]
 print(table[cols].round(3).to_string(index=False))
@@ -125,7 +126,7 @@ for ax, key in zip(axes.flat, mk):
 for ax in list(axes.flat)[len(mk):]:
     ax.axis("off")
 fig.tight_layout()
-save(fig, table, "utility_by_method")
+save(fig, table, OUT.utility_by_method)
 plt.show()
 
 # %% [markdown]
@@ -139,7 +140,7 @@ plt.show()
 
 # %%
 imp = res.improvement
-imp.to_csv(out / "07_improvement.csv", index=False)
+imp.to_csv(out / OUT.improvement.csv, index=False)
 figs.sweep_result(out, imp[["market", "best_baseline_utility", "method_utility", "mean_improvement",
                           "best_improvement"]], ["market"])  # headline numbers for `spotlab sweep`
 display(imp.round(4))
@@ -156,7 +157,7 @@ ax.set_xticks(x, [f"{m}\nvs {b}" for m, b in zip(per["market"], per["best_baseli
 ax.set_ylabel("improvement of A3 over the best baseline (%)")
 ax.legend(fontsize=8)
 fig.tight_layout()
-save(fig, imp, "improvement")
+save(fig, imp, OUT.improvement)
 plt.show()
 allrow = imp[imp["market"] == "all"].iloc[0]
 print(f"A3 vs the best baseline: mean improvement up to {100 * allrow['mean_improvement']:.1f}% "

@@ -64,14 +64,15 @@ from spotlab.cotune.perf import DEFAULT
 from spotlab.cotune.runs import generate_runs, load_runs
 from spotlab.cotune.space import PARAMETERS
 from spotlab.experiments.figures import saver, sweep_result
+from spotlab.experiments.outputs import CONFIG_PREDICTION as OUT
+from spotlab.experiments.published import COTUNE_PREDICTION as SEED_CLAIMS  # the seed's numbers
 
 sns.set_theme(style="whitegrid", context="notebook")
 out = Path(out_dir)
 out.mkdir(parents=True, exist_ok=True)
 if quick:
     n_runs, repeats, sizes = 1500, 2, [50, 200, 600, 1000]
-save = saver(out, "08")
-SEED_CLAIMS = {"validity_error": 0.042, "throughput_error": 0.094, "throughput_error_at_600": 0.11, "spread": 40.0}
+save = saver(out, OUT)
 
 tic = time.perf_counter()
 if runs_csv is None:
@@ -84,8 +85,8 @@ else:
 setup = {"data": data_label, "runs_csv": runs_csv, "n_runs": len(runs), "seed": seed, "noise_sigma": noise_sigma,
          "days": days, "sizes": sizes, "repeats": repeats, "test_size": test_size, "model": model,
          "generator": {k: v for k, v in runs.attrs.items() if k != "source"}}
-(out / "08_setup.json").write_text(json.dumps(setup, indent=1, default=str))
-runs.to_csv(out / "08_runs.csv", index=False)
+(out / OUT.setup.json).write_text(json.dumps(setup, indent=1, default=str))
+runs.to_csv(out / OUT.runs.csv, index=False)
 print(f"{len(runs)} runs ({data_label}), {runs[list(PARAMETERS)].drop_duplicates().shape[0]} distinct configurations, "
       f"{runs['is_valid'].mean():.1%} valid")
 
@@ -132,8 +133,8 @@ ax.set_title(f"Throughput spread: max/min over configurations = {spread['max_ove
              fontsize=10, loc="left")
 ax.legend(fontsize=8, markerscale=2)
 fig.tight_layout()
-save(fig, by_group, "data")
-spread.to_csv(out / "08_spread.csv", index=False)
+save(fig, by_group, OUT.data)
+spread.to_csv(out / OUT.spread.csv, index=False)
 plt.show()
 display(by_group.pivot_table(index=["model_name", "method"], columns="gpu_model", values="fraction_valid").round(3))
 within = spread.iloc[1:]
@@ -188,8 +189,8 @@ for ax, col, title in [(axes[0], "validity_error", "validity error (1 − accura
     ax.set_title(title, fontsize=10, loc="left")
     ax.legend(fontsize=8)
 fig.tight_layout()
-save(fig, lc, "learning_curve")
-curve.to_csv(out / "08_learning_curve_summary.csv", index=False)
+save(fig, lc, OUT.learning_curve)
+curve.to_csv(out / OUT.learning_curve_summary.csv, index=False)
 plt.show()
 display(curve[["size", "validity_error_mean", "throughput_error_mean", "validity_error_majority_mean",
                "throughput_error_median_mean"]].round(4))
@@ -236,7 +237,7 @@ ax.set_title(f"held-out configurations: MAPE {100 * full['throughput_error']:.1f
 ax.legend(fontsize=7, loc="upper left")
 fig.tight_layout()
 save(fig, tv[list(PARAMETERS) + ["dataset_tokens_per_second", "predicted_tokens_per_second", "p_valid",
-                                 "predicted_valid", "abs_pct_error"]], "predicted_vs_measured")
+                                 "predicted_valid", "abs_pct_error"]], OUT.predicted_vs_measured)
 plt.show()
 display(confusion)
 print(f"full training split ({full['n_train']} runs): validity error {full['validity_error']:.2%} "
@@ -269,7 +270,7 @@ for ax, col, base, title in [(axes[0], "validity_error", "validity_error_majorit
     ax.set_title(f"{title}, model held out", fontsize=10, loc="left")
 fig.legend(*axes[0].get_legend_handles_labels(), loc="lower center", ncol=3, fontsize=8, bbox_to_anchor=(0.5, -0.06))
 fig.tight_layout()
-save(fig, unseen, "unseen_model")
+save(fig, unseen, OUT.unseen_model)
 plt.show()
 display(unseen.round(4))
 
@@ -299,8 +300,8 @@ key_numbers = pd.DataFrame([{
     "seed_error_at_600": SEED_CLAIMS["throughput_error_at_600"], "seed_spread": SEED_CLAIMS["spread"],
     "seconds": time.perf_counter() - tic,
 }])
-key_numbers.to_csv(out / "08_key_numbers.csv", index=False)
-(out / "08_key_numbers.json").write_text(json.dumps(key_numbers.iloc[0].to_dict(), indent=1, default=str))
+key_numbers.to_csv(out / OUT.key_numbers.csv, index=False)
+(out / OUT.key_numbers.json).write_text(json.dumps(key_numbers.iloc[0].to_dict(), indent=1, default=str))
 sweep_result(out, key_numbers, [])  # headline numbers for `spotlab sweep`
 display(key_numbers.T)
 k = key_numbers.iloc[0]

@@ -3,7 +3,9 @@
 Each claim function reads only the CSV/JSON files a notebook saved into `out_dir` and returns a `Claim`
 with a verdict, so the report states exactly what the figures show. A claim whose files are missing is
 "not run" and a file that cannot be read is "cannot compare": the report never fails the reproduction.
-The only numbers typed here are the paper's and the thresholds of each verdict (module constants).
+The files are named by the experiments modules that declare them (`spotlab.experiments.outputs`) and the
+published numbers come from `spotlab.experiments.published`; the only numbers typed here are the thresholds
+of each verdict (module constants).
 """
 
 from __future__ import annotations
@@ -18,6 +20,16 @@ from typing import Callable, Sequence
 import numpy as np
 import pandas as pd
 
+from .experiments.cant_be_late import OUTPUTS as CROSSCHECK  # notebook 01b
+from .experiments.comparison import MAIN, SELECTION  # 07, 06
+from .experiments.horizon import COMMITMENT, MOTIVATION, SENSITIVITY  # 03, 04, 05
+from .experiments.leaderboard import OUTPUTS as LEADERBOARD  # 01c
+from .experiments.outputs import CLUSTER_SCHEDULING, CONFIG_PREDICTION, THROUGHPUT  # 09, 08, 00
+from .experiments.predictability import OUTPUTS as PREDICTABILITY  # 02
+from .experiments.published import CANT_BE_LATE_TOLERANCE as CBL_TOLERANCE  # claim 8: SPEC §3.2, within 1%
+from .experiments.published import COTUNE_JCT_CHANGE, COTUNE_PREDICTION  # claims C1, C2
+from .experiments.published import PAPER_BEST_IMPROVEMENT  # claim 7: "up to 54.8%" [paper abstract]
+
 HOLDS, DEVIATES, CANNOT, NOT_RUN = "holds", "deviates", "cannot compare", "not run"
 VERDICTS = (HOLDS, DEVIATES, CANNOT, NOT_RUN)
 
@@ -28,8 +40,6 @@ SHARE_MEANINGFUL = 0.25  # claim 2: ... in at least a quarter of the (file, zone
 A3_NEAR_BEST = 0.02  # claim 4: A3 within 2% of the best other method at the largest error
 SLOPE_MAX = 0.6  # claim 6: log-log regret slope compatible with O(sqrt(T))
 ROUNDS_MIN = 200  # claim 6: fewer rounds do not show an asymptotic rate
-PAPER_BEST_IMPROVEMENT = 0.548  # claim 7: "increasing utility by up to 54.8%" [paper abstract]
-CBL_TOLERANCE = 0.01  # claim 8: SPEC §3.2, within 1% of the published mean costs
 
 TIE = 1e-9  # claim 7: relative improvements this small are float noise, not a win or a loss
 
@@ -106,17 +116,17 @@ def _need(df: pd.DataFrame, cols: Sequence[str], name: str) -> None:
 
 SPEC_THROUGHPUT = _Spec("1", "Throughput is linear in the GPUs (nb 00)",
                         "H(n) = αn + β fits the measured throughput (figure, no number)",
-                        "00_throughput_vs_gpus.png", ("00_fits.csv",))
+                        THROUGHPUT.throughput_vs_gpus.png, (THROUGHPUT.fits.csv,))
 
 
 def throughput_linear(out_dir: str | Path) -> Claim:
     """Claim 1: the linear fit of throughput vs GPUs, per workload and GPU."""
 
     def body(out: Path):
-        fits = pd.read_csv(out / "00_fits.csv")
-        _need(fits, ["model", "gpu", "alpha", "beta", "r2"], "00_fits.csv")
+        fits = pd.read_csv(out / THROUGHPUT.fits.csv)
+        _need(fits, ["model", "gpu", "alpha", "beta", "r2"], THROUGHPUT.fits.csv)
         if fits.empty:
-            raise ValueError("00_fits.csv has no rows")
+            raise ValueError(f"{THROUGHPUT.fits.csv} has no rows")
         norm = {"alpha_norm", "beta_norm"} <= set(fits.columns)
         a, b = ("alpha_norm", "beta_norm") if norm else ("alpha", "beta")
         ours = "; ".join(f"{r.model}/{r.gpu}: α={getattr(r, a):.3g}, β={getattr(r, b):.3g}, R²={r.r2:.5f}"
@@ -137,18 +147,18 @@ def throughput_linear(out_dir: str | Path) -> Claim:
 
 SPEC_PREDICT = _Spec("2", "Prices and availability are predictable (nb 01/02)",
                      "\"we show the predictability of prices and availability\" (ARIMA)",
-                     "02_best_models.png", ("02_best_models.csv",))
+                     PREDICTABILITY.best_models.png, (PREDICTABILITY.best_models.csv,))
 
 
 def predictability(out_dir: str | Path) -> Claim:
     """Claim 2: do forecasters beat persistence ("no change") on the real traces?"""
 
     def body(out: Path):
-        best = pd.read_csv(out / "02_best_models.csv")
-        _need(best, ["model"], "02_best_models.csv")
+        best = pd.read_csv(out / PREDICTABILITY.best_models.csv)
+        _need(best, ["model"], PREDICTABILITY.best_models.csv)
         skill = sorted((c for c in best.columns if re.fullmatch(r"skill_h\d+", c)), key=lambda c: int(c[7:]))
         if not skill or best.empty:
-            raise ValueError("02_best_models.csv has no skill_h<h> columns or no rows")
+            raise ValueError(f"{PREDICTABILITY.best_models.csv} has no skill_h<h> columns or no rows")
         maes = [c for c in best.columns if re.fullmatch(r"mae_h\d+", c)]
         if maes:  # a series that never changes (zero error) leaves nothing to beat persistence on
             const = int((best[maes].abs().max(axis=1) == 0).sum())
@@ -156,7 +166,7 @@ def predictability(out_dir: str | Path) -> Claim:
         else:
             const = 0
         if best.empty:
-            raise ValueError("every case in 02_best_models.csv has zero forecast error")
+            raise ValueError(f"every case in {PREDICTABILITY.best_models.csv} has zero forecast error")
         n = len(best)
         top = best[skill].max(axis=1)
         beats = int((top >= SKILL_MEANINGFUL).sum())
@@ -166,7 +176,7 @@ def predictability(out_dir: str | Path) -> Claim:
                 f"(best model ≠ persistence in {other}/{n}); best skill h={h1[7:]}: {best[h1].max():.2f}, "
                 f"h={hmax[7:]}: {best[hmax].max():.2f} (median {best[h1].median():.2f} / {best[hmax].median():.2f})")
         extra = []
-        curve_csv = out / "02_forecast_error_vs_horizon.csv"
+        curve_csv = out / PREDICTABILITY.forecast_error_vs_horizon.csv
         if curve_csv.is_file():
             curve = pd.read_csv(curve_csv)
             ar = curve[curve["model"] == "arima"] if "model" in curve.columns else curve.iloc[0:0]
@@ -175,7 +185,7 @@ def predictability(out_dir: str | Path) -> Claim:
                 extra.append(f"ARIMA, the paper's model, has a median skill of {med.iloc[0]:+.2f} at "
                              f"h={med.index[0]} and {med.iloc[-1]:+.2f} at h={med.index[-1]} (below 0: worse than "
                              "persistence).")
-        meaning_csv = out / "02_error_meaning.csv"
+        meaning_csv = out / PREDICTABILITY.error_meaning.csv
         if meaning_csv.is_file():
             m = pd.read_csv(meaning_csv)
             if {"target", "h", "mae_frac_requested"} <= set(m.columns):
@@ -208,18 +218,18 @@ def predictability(out_dir: str | Path) -> Claim:
 
 SPEC_MOTIVATION = _Spec("3", "Accurate predictions help, inaccurate ones can hurt (nb 03)",
                         "with accurate predictions A1 is cheaper than A2; with inaccurate ones it can be worse",
-                        "03_paired_vs_a2.png", ("03_key_numbers.csv",))
+                        MOTIVATION.paired_vs_a2.png, (MOTIVATION.key_numbers.csv,))
 
 
 def motivation(out_dir: str | Path) -> Claim:
     """Claim 3: A1 with accurate forecasts cheaper than A2 everywhere, with inaccurate ones worse somewhere."""
 
     def body(out: Path):
-        k = pd.read_csv(out / "03_key_numbers.csv")
+        k = pd.read_csv(out / MOTIVATION.key_numbers.csv)
         acc_c, inacc_c = "accurate A1 cheaper than A2", "inaccurate A1 worse than A2"
-        _need(k, ["market", acc_c, inacc_c], "03_key_numbers.csv")
+        _need(k, ["market", acc_c, inacc_c], MOTIVATION.key_numbers.csv)
         if k.empty:
-            raise ValueError("03_key_numbers.csv has no rows")
+            raise ValueError(f"{MOTIVATION.key_numbers.csv} has no rows")
         diffs = [c for c in k.columns if c.startswith("A1 σ=") and c.endswith("− A2 ($)")]
         costs = [c for c in k.columns if c.startswith("cost A1 σ=")]
         acc = [_bool(x) for x in k[acc_c]]
@@ -252,15 +262,15 @@ def motivation(out_dir: str | Path) -> Claim:
 
 SPEC_SENSITIVITY = _Spec("4", "A1 loses utility as the forecast error grows; A3 stays near the best (nb 04)",
                          "\"tighter bounds with lower errors\"; A3 robust to errors (figure, no number)",
-                         "04_utility_vs_sigma.png", ("04_utility_table.csv",))
+                         SENSITIVITY.utility_vs_sigma.png, (SENSITIVITY.utility_table.csv,))
 
 
 def error_sensitivity(out_dir: str | Path) -> Claim:
     """Claim 4: A1's utility at σ = 0 vs the largest σ per (w, v); A3 vs A2 and the best at the largest σ."""
 
     def body(out: Path):
-        t = pd.read_csv(out / "04_utility_table.csv")
-        _need(t, ["market", "method"], "04_utility_table.csv")
+        t = pd.read_csv(out / SENSITIVITY.utility_table.csv)
+        _need(t, ["market", "method"], SENSITIVITY.utility_table.csv)
         sig_cols = {}
         for c in t.columns:
             try:
@@ -268,11 +278,11 @@ def error_sensitivity(out_dir: str | Path) -> Claim:
             except ValueError:
                 pass
         if len(sig_cols) < 2:
-            raise ValueError("04_utility_table.csv needs at least two σ columns")
+            raise ValueError(f"{SENSITIVITY.utility_table.csv} needs at least two σ columns")
         lo, hi = sig_cols[min(sig_cols)], sig_cols[max(sig_cols)]
         a1 = t[t["method"].astype(str).str.startswith("A1")]
         if a1.empty:
-            raise ValueError("04_utility_table.csv has no A1 rows")
+            raise ValueError(f"{SENSITIVITY.utility_table.csv} has no A1 rows")
         falls = a1[hi] < a1[lo]
         drop = (a1[lo] - a1[hi]) / a1[lo].abs()
         parts, a3_ok, a3_notes = [], [], []
@@ -317,17 +327,17 @@ def error_sensitivity(out_dir: str | Path) -> Claim:
 
 SPEC_COMMITMENT = _Spec("5", "Commitment level and window (nb 05)",
                         "the commitment level v is the key parameter of A1 (no number given)",
-                        "05_utility_heatmap.png", ("05_best_cells.csv", "05_utility_heatmap.csv"))
+                        COMMITMENT.utility_heatmap.png, (COMMITMENT.best_cells.csv, COMMITMENT.utility_heatmap.csv))
 
 
 def commitment(out_dir: str | Path) -> Claim:
     """Claim 5: the best (w, v) per market and error; low vs full commitment at the largest window."""
 
     def body(out: Path):
-        best = pd.read_csv(out / "05_best_cells.csv")
-        grid = pd.read_csv(out / "05_utility_heatmap.csv")
-        _need(best, ["market", "sigma", "best_w", "best_v", "best_utility"], "05_best_cells.csv")
-        _need(grid, ["market", "sigma", "w", "v", "utility"], "05_utility_heatmap.csv")
+        best = pd.read_csv(out / COMMITMENT.best_cells.csv)
+        grid = pd.read_csv(out / COMMITMENT.utility_heatmap.csv)
+        _need(best, ["market", "sigma", "best_w", "best_v", "best_utility"], COMMITMENT.best_cells.csv)
+        _need(grid, ["market", "sigma", "w", "v", "utility"], COMMITMENT.utility_heatmap.csv)
         if best.empty or grid.empty:
             raise ValueError("05 outputs have no rows")
         s0, s1 = float(best["sigma"].min()), float(best["sigma"].max())
@@ -366,18 +376,18 @@ def commitment(out_dir: str | Path) -> Claim:
 
 SPEC_REGRET = _Spec("6", "Policy selection has O(√T) regret (nb 06)",
                     "regret of the policy selection is O(√T)",
-                    "06_regret_loglog.png", ("06_selection_summary.json",))
+                    SELECTION.regret_loglog.png, (SELECTION.selection_summary.json,))
 
 
 def regret(out_dir: str | Path) -> Claim:
     """Claim 6: log-log slope of the cumulative regret of the full-information selectors (and EXP3)."""
 
     def body(out: Path):
-        data = json.loads((out / "06_selection_summary.json").read_text())
+        data = json.loads((out / SELECTION.selection_summary.json).read_text())
         rows = pd.DataFrame(data["summary"] if isinstance(data, dict) else data)
-        _need(rows, ["algorithm", "rounds", "regret", "regret_slope"], "06_selection_summary.json")
+        _need(rows, ["algorithm", "rounds", "regret", "regret_slope"], SELECTION.selection_summary.json)
         if rows.empty:
-            raise ValueError("06_selection_summary.json has no rows")
+            raise ValueError(f"{SELECTION.selection_summary.json} has no rows")
 
         def slope(r) -> str:
             x = float(r.regret_slope)
@@ -422,18 +432,18 @@ def regret(out_dir: str | Path) -> Claim:
 
 SPEC_MAIN = _Spec("7", "A3 beats the best baseline (nb 07)",
                   f"\"increasing utility by up to {PAPER_BEST_IMPROVEMENT:.1%}\" over the best baseline",
-                  "07_improvement.png", ("07_improvement.csv",))
+                  MAIN.improvement.png, (MAIN.improvement.csv,))
 
 
 def main_comparison(out_dir: str | Path) -> Claim:
     """Claim 7: A3's improvement over the best baseline per market, bounded by the optimum's headroom."""
 
     def body(out: Path):
-        imp = pd.read_csv(out / "07_improvement.csv")
-        _need(imp, ["market", "best_baseline", "best_baseline_utility", "mean_improvement"], "07_improvement.csv")
+        imp = pd.read_csv(out / MAIN.improvement.csv)
+        _need(imp, ["market", "best_baseline", "best_baseline_utility", "mean_improvement"], MAIN.improvement.csv)
         per = imp[imp["market"].astype(str) != "all"].copy()
         if per.empty:
-            raise ValueError("07_improvement.csv has no per-market rows")
+            raise ValueError(f"{MAIN.improvement.csv} has no per-market rows")
         per["mean_improvement"] = per["mean_improvement"].astype(float)
         tie = per["mean_improvement"].abs() <= TIE  # float noise, e.g. both run on-demand only
         better = per[(per["mean_improvement"] > 0) & ~tie]
@@ -446,7 +456,7 @@ def main_comparison(out_dir: str | Path) -> Claim:
         if "best_improvement" in per.columns and per["best_improvement"].notna().any():
             ours += f"; best single job {_pct(float(per['best_improvement'].max()))}"
         head_txt, share_txt = "", ""
-        table_csv = out / "07_comparison_table.csv"
+        table_csv = out / MAIN.comparison_table.csv
         if table_csv.is_file():
             tab = pd.read_csv(table_csv)
             if {"market", "method", "mean_utility"} <= set(tab.columns):
@@ -484,18 +494,20 @@ MARKETPLACE_HORIZONS_H = (0.5, 1.0)  # claim 2m: the horizons asked about (hours
 
 SPEC_PREDICT_MP = _Spec("2m", "The GPU-cloud marketplace is predictable beyond persistence (nb 02)",
                         "(not the paper's data) the paper's claim of predictability, on a second kind of market",
-                        "02_best_models.png", ("02_best_models.csv",))  # written with 02_forecast_errors_by_zone
+                        PREDICTABILITY.best_models.png,
+                        (PREDICTABILITY.best_models.csv,))  # the claim reads forecast_errors_by_zone
 
 
 def predictability_marketplace(out_dir: str | Path) -> Claim:
     """Claim 2m: on the marketplace, does any model beat persistence at 30 min and 1 h ahead?"""
 
     def body(out: Path):
-        err = pd.read_csv(out / "02_forecast_errors_by_zone.csv")
-        _need(err, ["dataset", "zone", "slot_hours", "target", "model", "h", "mae"], "02_forecast_errors_by_zone.csv")
+        err = pd.read_csv(out / PREDICTABILITY.forecast_errors_by_zone.csv)
+        _need(err, ["dataset", "zone", "slot_hours", "target", "model", "h", "mae"],
+              PREDICTABILITY.forecast_errors_by_zone.csv)
         err = err[err["dataset"] == MARKETPLACE_FILE].copy()
         if err.empty:
-            return "—", NOT_RUN, f"02_forecast_errors_by_zone.csv has no rows of {MARKETPLACE_FILE}."
+            return "—", NOT_RUN, f"{PREDICTABILITY.forecast_errors_by_zone.csv} has no rows of {MARKETPLACE_FILE}."
         err["horizon_h"] = (err["h"] * err["slot_hours"]).round(6)
         keys = ["zone", "target", "slot_hours", "horizon_h"]
         longer = []  # the best skill at any horizon, for the detail: where does structure show, if anywhere?
@@ -549,19 +561,19 @@ def predictability_marketplace(out_dir: str | Path) -> Claim:
 
 SPEC_MAIN_MP = _Spec("7m", "A3 beats the best baseline on the GPU-cloud marketplace (nb 07)",
                      "(not the paper's data) A3 beats the best baseline, on a second kind of market",
-                     "07_improvement.png", ("07_improvement.csv",))
+                     MAIN.improvement.png, (MAIN.improvement.csv,))
 
 
 def main_comparison_marketplace(out_dir: str | Path) -> Claim:
     """Claim 7m: A3 against the best baseline, A1, A2 and the optimum on the marketplace."""
 
     def body(out: Path):
-        imp = pd.read_csv(out / "07_improvement.csv")
+        imp = pd.read_csv(out / MAIN.improvement.csv)
         _need(imp, ["market", "best_baseline", "best_baseline_utility", "method_utility", "mean_improvement"],
-              "07_improvement.csv")
+              MAIN.improvement.csv)
         row = imp[imp["market"].astype(str) == MARKETPLACE_MARKET]
         if row.empty:
-            return "—", NOT_RUN, f"07_improvement.csv has no row of the market {MARKETPLACE_MARKET!r}."
+            return "—", NOT_RUN, f"{MAIN.improvement.csv} has no row of the market {MARKETPLACE_MARKET!r}."
         r = row.iloc[0]
         gain = float(r["mean_improvement"])
         ours = (f"A3 {_usd(float(r['method_utility']))} vs {r['best_baseline']} {_usd(float(r['best_baseline_utility']))}"
@@ -569,7 +581,7 @@ def main_comparison_marketplace(out_dir: str | Path) -> Claim:
         if "jobs" in row.columns:
             ours += f" ({int(r['jobs'])} jobs)"
         detail = ""
-        table_csv = out / "07_comparison_table.csv"
+        table_csv = out / MAIN.comparison_table.csv
         if table_csv.is_file():
             tab = pd.read_csv(table_csv)
             if {"market", "method", "mean_utility"} <= set(tab.columns):
@@ -580,7 +592,7 @@ def main_comparison_marketplace(out_dir: str | Path) -> Claim:
                         head = (float(t["optimal"]) - float(r["best_baseline_utility"])) / abs(float(r["best_baseline_utility"]))
                         detail += f" The optimum is {_pct(head)} over the best baseline (the most any policy can gain)."
         verdict = HOLDS if gain > TIE else DEVIATES
-        return ours, verdict, detail or "07_comparison_table.csv not written."
+        return ours, verdict, detail or f"{MAIN.comparison_table.csv} not written."
 
     return _evaluate(SPEC_MAIN_MP, out_dir, body)
 
@@ -590,15 +602,15 @@ def main_comparison_marketplace(out_dir: str | Path) -> Claim:
 
 SPEC_CBL = _Spec("8", "Can't Be Late cross-check (nb 01b)",
                  f"(SPEC §3.2, not the paper's) the published Can't Be Late mean costs within {CBL_TOLERANCE:.0%}",
-                 "01b_ours_vs_published.png", ("01b_crosscheck.csv",))
+                 CROSSCHECK.ours_vs_published.png, (CROSSCHECK.crosscheck.csv,))
 
 
 def cant_be_late(out_dir: str | Path) -> Claim:
     """Claim 8: our Greedy / Uniform Progress / optimum vs the Can't Be Late simulator's published costs."""
 
     def body(out: Path):
-        t = pd.read_csv(out / "01b_crosscheck.csv")
-        _need(t, ["deadline", "policy", "rel_diff", "comparable"], "01b_crosscheck.csv")
+        t = pd.read_csv(out / CROSSCHECK.crosscheck.csv)
+        _need(t, ["deadline", "policy", "rel_diff", "comparable"], CROSSCHECK.crosscheck.csv)
         comp = t[[_bool(x) for x in t["comparable"]]].drop_duplicates(["deadline", "policy"], keep="last")
         if comp.empty:
             runs = f" ({int(t['runs'].max())} windows)" if "runs" in t.columns and len(t) else ""
@@ -636,8 +648,8 @@ def cant_be_late(out_dir: str | Path) -> Claim:
 
 SPEC_LEADERBOARD = _Spec("8b", "Can't Be Late leaderboard, 1,080 runs (nb 01c)",
                          "(issue 11, not the paper's) an online policy below GEPA's mean cost with every deadline met; "
-                         "the peers' measured means are in 01c_leaderboard.csv",
-                         "01c_leaderboard.png", ("01c_leaderboard.csv",))
+                         f"the peers' measured means are in {LEADERBOARD.leaderboard.csv}",
+                         LEADERBOARD.leaderboard.png, (LEADERBOARD.leaderboard.csv,))
 LEADERBOARD_TARGET = "GEPA"  # claim 8b: the best peer entry whose deadlines were counted
 LEADERBOARD_FLOOR = "ShinkaEvolve"  # claim 8b: the best peer entry that meets its deadlines by its rules
 OFFLINE = ("optimal",)  # claim 8b: hindsight policies are floors, not online entries
@@ -647,8 +659,9 @@ def leaderboard(out_dir: str | Path) -> Claim:
     """Claim 8b: the cheapest spotlab online policy that ran every run and met every deadline vs the peers."""
 
     def body(out: Path):
-        t = pd.read_csv(out / "01c_leaderboard.csv")
-        _need(t, ["policy", "source", "complete", "mean_cost", "deadline_met_fraction", "score"], "01c_leaderboard.csv")
+        t = pd.read_csv(out / LEADERBOARD.leaderboard.csv)
+        _need(t, ["policy", "source", "complete", "mean_cost", "deadline_met_fraction", "score"],
+              LEADERBOARD.leaderboard.csv)
         peers = t[t["source"] == "published"].set_index("policy")
         complete = np.array([_bool(x) for x in t["complete"]], dtype=bool)
         ours = t[(t["source"] == "spotlab").to_numpy() & complete & ~t["policy"].isin(OFFLINE).to_numpy()]
@@ -686,30 +699,31 @@ def leaderboard(out_dir: str | Path) -> Claim:
 
 # ------------------------------------------------------------------------------------------ CoTune (SPEC §8)
 
-COTUNE_SEED = {"validity_error": 0.042, "throughput_error": 0.094, "at_600": 0.11, "fifo": -0.78, "sia": -0.70}
 JCT_SHARE = 0.5  # claim C2: "holds" when our reduction is at least half the seed's under both policies
 AT_600_SLACK = 1.5  # claim C1: the seed gives "~11%" at 600 runs read off a figure; within 1.5x of it counts
 
 SPEC_COTUNE_PREDICT = _Spec("C1", "Validity and throughput are predictable from 7 parameters (nb 08)",
-                            "validity error 4.2%, throughput error 9.4%, ~11% at 600 runs with diminishing returns "
-                            "(CoTune seed)", "08_learning_curve.png", ("08_key_numbers.csv",))
+                            f"validity error {COTUNE_PREDICTION['validity_error']:.1%}, throughput error "
+                            f"{COTUNE_PREDICTION['throughput_error']:.1%}, "
+                            f"~{COTUNE_PREDICTION['throughput_error_at_600']:.0%} at 600 runs with diminishing returns "
+                            "(CoTune seed)", CONFIG_PREDICTION.learning_curve.png, (CONFIG_PREDICTION.key_numbers.csv,))
 
 
 def cotune_prediction(out_dir: str | Path) -> Claim:
     """Claim C1: prediction errors at the full training size and near 600 runs, against the seed's."""
 
     def body(out: Path):
-        k = pd.read_csv(out / "08_key_numbers.csv")
+        k = pd.read_csv(out / CONFIG_PREDICTION.key_numbers.csv)
         cols = ["data", "n_train_full", "validity_error_full", "throughput_error_full", "size_near_600",
                 "throughput_error_at_600"]
-        _need(k, cols, "08_key_numbers.csv")
+        _need(k, cols, CONFIG_PREDICTION.key_numbers.csv)
         r = k.iloc[0]
         ours = (f"validity {_pct(float(r.validity_error_full), False)}, throughput "
                 f"{_pct(float(r.throughput_error_full), False)} ({int(r.n_train_full)} training runs); throughput "
                 f"{_pct(float(r.throughput_error_at_600), False)} at {int(r.size_near_600)} runs")
-        ok = (float(r.validity_error_full) <= COTUNE_SEED["validity_error"]
-              and float(r.throughput_error_full) <= COTUNE_SEED["throughput_error"]
-              and float(r.throughput_error_at_600) <= COTUNE_SEED["at_600"] * AT_600_SLACK)
+        ok = (float(r.validity_error_full) <= COTUNE_PREDICTION["validity_error"]
+              and float(r.throughput_error_full) <= COTUNE_PREDICTION["throughput_error"]
+              and float(r.throughput_error_at_600) <= COTUNE_PREDICTION["throughput_error_at_600"] * AT_600_SLACK)
         detail = ("Errors on held-out configurations, gradient-boosted trees on the 7 parameters only. "
                   + ("The runs are **generated** from our analytical model (CoTune's run history is not public), so "
                      "this shows the space is learnable to the seed's accuracy, not that CoTune's regression reaches "
@@ -721,16 +735,17 @@ def cotune_prediction(out_dir: str | Path) -> Claim:
 
 
 SPEC_COTUNE_JCT = _Spec("C2", "Configuration knowledge cuts job completion time (nb 09)",
-                        "mean JCT −78% under FIFO and −70% under Sia with predicted knowledge (CoTune seed)",
-                        "09_jct_by_source.png", ("09_jct_by_source.csv",))
+                        f"mean JCT −{-COTUNE_JCT_CHANGE['fifo']:.0%} under FIFO and "
+                        f"−{-COTUNE_JCT_CHANGE['sia']:.0%} under Sia with predicted knowledge (CoTune seed)",
+                        CLUSTER_SCHEDULING.jct_by_source.png, (CLUSTER_SCHEDULING.jct_by_source.csv,))
 
 
 def cotune_jct(out_dir: str | Path) -> Claim:
     """Claim C2: change of mean JCT with predicted knowledge vs the users' guesses, per policy."""
 
     def body(out: Path):
-        t = pd.read_csv(out / "09_jct_by_source.csv")
-        _need(t, ["policy", "source", "jct_change_vs_user", "mean_jct_h"], "09_jct_by_source.csv")
+        t = pd.read_csv(out / CLUSTER_SCHEDULING.jct_by_source.csv)
+        _need(t, ["policy", "source", "jct_change_vs_user", "mean_jct_h"], CLUSTER_SCHEDULING.jct_by_source.csv)
         m = t.groupby(["policy", "source"])["jct_change_vs_user"].mean()
         parts, ok = [], True
         for pol in ("fifo", "sia"):
@@ -739,7 +754,7 @@ def cotune_jct(out_dir: str | Path) -> Claim:
             ch = float(m[(pol, "predicted")])
             orc = float(m[(pol, "oracle")]) if (pol, "oracle") in m.index else float("nan")
             parts.append(f"{pol}: predicted {_pct(ch)}, oracle {_pct(orc)}")
-            ok &= ch <= JCT_SHARE * COTUNE_SEED[pol]
+            ok &= ch <= JCT_SHARE * COTUNE_JCT_CHANGE[pol]
         seeds = t["seed"].nunique() if "seed" in t.columns else 1
         detail = (f"Mean over {seeds} seed(s) of the change of mean JCT against the users' guesses under the same "
                   f"policy; 'holds' needs at least {JCT_SHARE:.0%} of the seed's reduction under both policies. Jobs "

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import importlib
 import json
+import re
+import tokenize
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from spotlab import claims, reproduce
+from spotlab.experiments import outputs
 
 
 def _fits(path, r2=0.9999):
@@ -207,3 +212,93 @@ def test_cotune_claims(tmp_path):
     assert c.verdict == "deviates" and "fifo: predicted -10.0%" in c.ours and "2 seed(s)" in c.detail
     pd.DataFrame([{"policy": "fifo"}]).to_csv(tmp_path / "09_jct_by_source.csv", index=False)
     assert claims.cotune_jct(tmp_path).verdict == "cannot compare"
+
+
+# ------------------------------------------------------------------------- file names and published numbers
+
+FILE_NAME = re.compile(r"\b\d\d[a-z]?_[a-z0-9_]+\.(csv|json|png)\b")
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _strings(path: Path) -> list[str]:
+    """The string literals of a module or notebook's code (comments and markdown cells are not code)."""
+    with open(path, encoding="utf-8") as f:
+        return [t.string for t in tokenize.generate_tokens(f.readline) if t.type == tokenize.STRING]
+
+
+def test_claims_read_only_declared_outputs():
+    declared = {nb: set(o.files) for nb, o in outputs.by_notebook().items()}
+    every = set().union(*declared.values())
+    assert not [s for s in _strings(Path(claims.__file__)) if FILE_NAME.search(s)], "a file name typed in claims.py"
+    specs = [v for v in vars(claims).values() if isinstance(v, claims._Spec)]
+    assert len(specs) == len(claims.CLAIMS)
+    for spec in specs:
+        assert set(spec.needs) <= every, spec
+        assert spec.figure in every and spec.figure.endswith(".png"), spec
+    assert len(every) == sum(map(len, declared.values())), "two notebooks declare the same file"
+
+
+@pytest.mark.parametrize("notebook", sorted((ROOT / "notebooks").glob("*.py")), ids=lambda p: p.stem)
+def test_every_declared_output_is_written_by_its_notebook(notebook):
+    """The notebook names its files through the declaration (`OUT`) only, uses only declared names, and
+    writes every declared one (or its experiment function does, e.g. the resumable jobs CSV)."""
+    nb = notebook.name.split("_")[0]
+    module, attr = outputs.DECLARED_IN[nb]
+    text = notebook.read_text()
+    assert f"from {module} import {attr} as OUT\n" in text
+    assert not [s for s in _strings(notebook) if FILE_NAME.search(s)], f"a file name typed in {notebook.name}"
+    used = set(re.findall(r"\bOUT\.([a-z0-9_]+)", text))
+    declared = {o.name for o in getattr(importlib.import_module(module), attr)}
+    assert used <= declared
+    source = Path(importlib.import_module(module).__file__).read_text()
+    library = set(re.findall(rf"\b{attr}\.([a-z0-9_]+)", source))
+    assert declared <= used | library, f"declared but never written: {sorted(declared - used - library)}"
+
+
+def test_outputs_name_files_once():
+    out = outputs.declare("99", table="csv", figure=outputs.FIGURE)
+    assert out.table.csv == "99_table.csv" and out.figure.files == ("99_figure.png", "99_figure.csv")
+    with pytest.raises(outputs.OutputError, match="declares no output 'tabel'"):
+        out.tabel
+    with pytest.raises(outputs.OutputError, match="not png"):
+        out.table.png
+    with pytest.raises(outputs.OutputError, match="kinds are"):
+        outputs.declare("99", x="xlsx")
+
+
+def test_published_numbers_match_their_sources(dataset):
+    """Each published number is typed once (`experiments.published`) and appears in the source it cites."""
+    from spotlab.data import data_root
+    from spotlab.experiments import cant_be_late, comparison, leaderboard
+    from spotlab.experiments import published as pub
+
+    readme = dataset("sky_spot_traces/adrs-cant-be-late-traces/README.md").read_text()
+    for (deadline, _), cost in pub.CANT_BE_LATE_MEAN_COST.items():
+        row = next(ln for ln in readme.splitlines() if ln.startswith(f"| {deadline} h |"))
+        assert f" {cost:.2f} " in row
+    for name, (cost, met) in pub.LEADERBOARD_PEERS.items():
+        assert f"{name} {cost:.2f}" in readme.replace("\n  ", " ")
+        assert met is None or f"{100 * met:.1f}%" in readme
+    score = f"clip(({pub.LEADERBOARD_SCORE_HIGH:g} - mean cost) / ({pub.LEADERBOARD_SCORE_HIGH:g} - " \
+            f"{pub.LEADERBOARD_SCORE_LOW:g}))"
+    assert score in readme.replace("\n  ", " ")
+    # everything else reads them from there
+    assert cant_be_late.PUBLISHED_MEAN_COST is pub.CANT_BE_LATE_MEAN_COST
+    assert leaderboard.PEERS is pub.LEADERBOARD_PEERS
+    assert comparison.PAPER_BEST_IMPROVEMENT is claims.PAPER_BEST_IMPROVEMENT is pub.PAPER_BEST_IMPROVEMENT
+    assert claims.CBL_TOLERANCE is cant_be_late.TOLERANCE is pub.CANT_BE_LATE_TOLERANCE
+
+    design = (data_root() or Path("/nonexistent")).parent / "design"
+    if not (design / "SPEC.md").is_file():
+        pytest.skip("the design notes are not beside the data")
+    spec = (design / "SPEC.md").read_text() + (design / "COTUNE_RLTUNE.md").read_text()
+    assert f"up to {pub.PAPER_BEST_IMPROVEMENT:.1%}" in spec
+    assert f"within {pub.CANT_BE_LATE_TOLERANCE:.0%}" in spec
+    for key in ("validity_error", "throughput_error"):
+        assert f"{pub.COTUNE_PREDICTION[key]:.1%} error" in spec
+    assert f"~{pub.COTUNE_PREDICTION['throughput_error_at_600']:.0%} at 600" in spec
+    assert f"up to {pub.COTUNE_PREDICTION['spread']:.0f}x" in spec
+    for policy, label in (("fifo", "FIFO"), ("sia", "Sia")):
+        assert f"{-pub.COTUNE_JCT_CHANGE[policy]:.0%} ({label})" in spec
+    assert f"utilisation up to +{pub.RLTUNE['utilisation_change']:.0%}" in spec
+    assert f"queueing delay up to −{-pub.RLTUNE['queueing_delay_change']:.0%}" in spec

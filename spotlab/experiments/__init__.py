@@ -6,5 +6,8 @@
 - `setups`: the paper's job model on real and synthetic markets, shared by notebooks 03-07;
 - `horizon`: A1 vs A2 with accurate and inaccurate forecasts, error sensitivity, the (w, v) plane (03-05);
 - `comparison`: policy selection over rounds and the main comparison with the baselines (06, 07);
-- `figures`: saving a figure together with the numbers behind it.
+- `figures`: saving a figure together with the numbers behind it;
+- `cells`: the runner every resumable experiment uses (rows appended as cells finish, resume, parallel);
+- `outputs`: the names of the files each notebook writes (declared once, read by `spotlab.claims`);
+- `published`: the numbers others published that we compare with (the paper's, the Can't Be Late ones).
 """

@@ -19,31 +19,22 @@ import pandas as pd
 from ..runs import load_episodes, make_job, run_policy, settings_for
 from ..simulator import Episodes
 from ..traces import load_sky_spot_json
+from .cells import Cell, Done, Table, append_rows, run
 from .markets import spell_lengths
+from .outputs import FIGURE, declare
+from .published import CANT_BE_LATE_MEAN_COST as PUBLISHED_MEAN_COST
+from .published import CANT_BE_LATE_SETUP as PUBLISHED_SETUP
+from .published import CANT_BE_LATE_TOLERANCE as TOLERANCE
 
 ADRS_DIR = "sky_spot_traces/adrs-cant-be-late-traces/"
 TRACE_RELPATH = ADRS_DIR + "ping_based__us-west-2a_v100_1.json"
 WINDOWS_RELPATH = ADRS_DIR + "random_start__us-west-2a_v100_1__windows.csv"
 STATS_RELPATH = ADRS_DIR + "ping_based__stats.tsv"
 
-# Mean cost (USD) over the 300 random-start windows of env us-west-2a_v100_1, 48 h of work, restart
-# overhead 0.1 h, on-demand $3.06/h, spot $0.9731/h, as measured with the Can't Be Late simulator.
-# Source: sky_spot_traces/adrs-cant-be-late-traces/README.md ("Known answers"), data from
-# UCB-ADRS/ADRS-Leaderboard @ f856497ded0c34c97323730f2012a2767b1caa92, problems/cant_be_late
-# (Wu et al., NSDI'24). "optimal" is that simulator's Omniscient policy.
-PUBLISHED_MEAN_COST: dict[tuple[int, str], float] = {
-    (52, "on_demand"): 147.39,
-    (52, "greedy"): 117.87,
-    (52, "uniform_progress"): 96.98,
-    (52, "optimal"): 79.63,
-    (70, "on_demand"): 147.39,
-    (70, "greedy"): 81.05,
-    (70, "uniform_progress"): 66.16,
-    (70, "optimal"): 57.69,
-}
-PUBLISHED_SETUP = {"work_hours": 48.0, "overhead": 0.1, "od_price": 3.06, "spot_price": 0.9731, "runs": 300}
+# what notebook 01b writes
+OUTPUTS = declare("01b", crosscheck=("csv", "json"), window_costs="csv", ours_vs_published=FIGURE,
+                  window_costs_52h=FIGURE, spell_stats="csv")
 POLICIES = ("on_demand", "greedy", "uniform_progress", "optimal")
-TOLERANCE = 0.01  # SPEC §3.2: within 1%
 
 SUMMARY_COLUMNS = [
     "deadline", "policy", "our_mean_cost", "published_mean_cost", "rel_diff", "runs", "comparable",
@@ -58,23 +49,6 @@ def _subset(ep: Episodes, n: int) -> Episodes:
     """The first n windows (the published windows are in a fixed order, so this is reproducible)."""
     return replace(ep, avail=ep.avail[:n], spot_price=ep.spot_price[:n], od_price=ep.od_price[:n],
                    length=ep.length[:n], names=ep.names[:n])
-
-
-def _append(path: Path, df: pd.DataFrame) -> None:
-    """Append rows, writing the header only for a new file, so an interrupted run keeps finished cells."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    df.to_csv(path, mode="a", header=not path.is_file() or path.stat().st_size == 0, index=False)
-
-
-def _done_rows(out_csv: Path | None, runs: int, setup: dict) -> pd.DataFrame:
-    """Rows of an earlier run with the same windows and setup (anything else is recomputed)."""
-    if out_csv is None or not out_csv.is_file() or out_csv.stat().st_size == 0:
-        return pd.DataFrame(columns=SUMMARY_COLUMNS)
-    prev = pd.read_csv(out_csv)
-    same = prev["runs"] == runs
-    for k in _KEY_FLOATS:
-        same &= np.isclose(prev[k].astype(float), setup[k], rtol=0, atol=1e-9)
-    return prev[same].drop_duplicates(["deadline", "policy"], keep="last")
 
 
 def _comparable(runs: int, setup: dict) -> bool:
@@ -93,10 +67,10 @@ def crosscheck(
     trace: str | Path,
     windows: str | Path,
     deadlines: Sequence[float] = (52, 70),
-    work_hours: float = 48.0,
-    overhead: float = 0.1,
-    od_price: float = 3.06,
-    spot_price: float = 0.9731,
+    work_hours: float = PUBLISHED_SETUP["work_hours"],
+    overhead: float = PUBLISHED_SETUP["overhead"],
+    od_price: float = PUBLISHED_SETUP["od_price"],
+    spot_price: float = PUBLISHED_SETUP["spot_price"],
     policies: Sequence[str] = POLICIES,
     windows_limit: int | None = None,
     solver: str = "highs",
@@ -121,44 +95,49 @@ def crosscheck(
              "spot_price": float(spot_price)}
     out_path = None if out_csv is None else Path(out_csv)
     win_path = None if windows_csv is None else Path(windows_csv)
-    done = _done_rows(out_path, ep.n, setup)
     comparable = _comparable(ep.n, setup)
+    cells = [Cell("crosscheck", {"deadline": deadline, "policy": policy, "runs": ep.n, **setup,
+                                 "solver": solver if policy == "optimal" else ""},
+                  {"deadline": deadline, "policy": policy, "runs": ep.n, **setup})
+             for deadline in deadlines for policy in policies]
+    table = None if out_path is None else Table(out_path, tuple(SUMMARY_COLUMNS), unique=("deadline", "policy"))
 
-    rows = []
-    for deadline in deadlines:
+    def compute(cell: Cell) -> tuple[pd.DataFrame, pd.DataFrame]:
+        deadline, policy = cell.params["deadline"], cell.params["policy"]
         job = make_job(work_hours, deadline, overhead_hours=overhead)
-        for policy in policies:
-            hit = done[(np.isclose(done["deadline"].astype(float), float(deadline))) & (done["policy"] == policy)]
-            if len(hit):
-                rows.append(hit.iloc[-1].to_dict())
-                if verbose:
-                    print(f"deadline {deadline:g} h, {policy}: reused from {out_path}")
-                continue
-            params = {"solver": solver} if policy == "optimal" else {}
-            t0 = time.perf_counter()
-            res = run_policy(policy, params, ep, job, settings)
-            secs = time.perf_counter() - t0
-            ours = float(np.mean(res.cost))
-            pub = PUBLISHED_MEAN_COST.get((int(deadline), policy), np.nan) if float(deadline).is_integer() else np.nan
-            rel = (ours - pub) / pub if np.isfinite(pub) else np.nan
-            comp = bool(comparable and np.isfinite(pub))
-            row = {
-                "deadline": deadline, "policy": policy, "our_mean_cost": ours, "published_mean_cost": pub,
-                "rel_diff": rel, "runs": ep.n, "comparable": comp,
-                "within_tolerance": bool(comp and _within(policy, rel)),
-                "deadline_met_fraction": float(np.mean(res.met_deadline)), **setup,
-                "solver": solver if policy == "optimal" else "", "seconds": secs,
-            }
-            rows.append(row)
-            if out_path is not None:
-                _append(out_path, pd.DataFrame([row], columns=SUMMARY_COLUMNS))
-            if win_path is not None:
-                per = pd.DataFrame({"deadline": deadline, "policy": policy, "window": np.arange(ep.n),
-                                    "cost": res.cost, "completion_h": res.completion_h,
-                                    "met_deadline": res.met_deadline})
-                _append(win_path, per[WINDOW_COLUMNS])
-            if verbose:
-                print(f"deadline {deadline:g} h, {policy}: {ours:.2f} (published {pub:.2f}) in {secs:.1f} s")
+        params = {"solver": solver} if policy == "optimal" else {}
+        t0 = time.perf_counter()
+        res = run_policy(policy, params, ep, job, settings)
+        secs = time.perf_counter() - t0
+        ours = float(np.mean(res.cost))
+        pub = PUBLISHED_MEAN_COST.get((int(deadline), policy), np.nan) if float(deadline).is_integer() else np.nan
+        rel = (ours - pub) / pub if np.isfinite(pub) else np.nan
+        comp = bool(comparable and np.isfinite(pub))
+        row = {
+            "deadline": deadline, "policy": policy, "our_mean_cost": ours, "published_mean_cost": pub,
+            "rel_diff": rel, "runs": ep.n, "comparable": comp,
+            "within_tolerance": bool(comp and _within(policy, rel)),
+            "deadline_met_fraction": float(np.mean(res.met_deadline)), **setup,
+            "solver": solver if policy == "optimal" else "", "seconds": secs,
+        }
+        per = pd.DataFrame({"deadline": deadline, "policy": policy, "window": np.arange(ep.n), "cost": res.cost,
+                            "completion_h": res.completion_h, "met_deadline": res.met_deadline})
+        return pd.DataFrame([row], columns=SUMMARY_COLUMNS), per[WINDOW_COLUMNS]
+
+    def done(cell: Cell, d: Done) -> None:
+        deadline, policy = cell.params["deadline"], cell.params["policy"]
+        if d.computed and win_path is not None:
+            append_rows(win_path, d.extra)
+        if not verbose:
+            return
+        if not d.computed:
+            print(f"deadline {deadline:g} h, {policy}: reused from {out_path}")
+            return
+        r = d.rows.iloc[-1]
+        print(f"deadline {deadline:g} h, {policy}: {r['our_mean_cost']:.2f} (published {r['published_mean_cost']:.2f}) "
+              f"in {r['seconds']:.1f} s")
+
+    rows = [part.iloc[-1].to_dict() for part in run(cells, compute, table, progress=False, on_done=done)]
     out = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
     for col in ("comparable", "within_tolerance"):
         out[col] = out[col].astype(str).str.lower().isin(("true", "1")).to_numpy()

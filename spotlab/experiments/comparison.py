@@ -15,9 +15,9 @@ forecaster, and with the perfect-foresight oracle as a reference), A2 (predictio
 parameters), the baselines (on-demand, Greedy, Uniform Progress) and the hindsight optimum
 (`must_finish=False`, the upper bound) on the same job episodes of each market, through
 `setups.run_methods`. Per-job rows are appended to `<prefix>_comparison_jobs.csv` in `out_dir` as each
-(market, method) finishes, tagged with a setup key (hash of the market, job, episodes, seed and method
-parameters); a later call with the same set-up skips the pairs already there, so an interrupted run
-resumes. `comparison_table` summarises per (market, method); `improvement` gives A3 against the best
+(market, method) finishes (`cells.run`), tagged with a setup key (hash of the market, job, episodes, seed and
+method parameters); a later call with the same set-up skips the pairs already there, so an interrupted run
+resumes. The files notebooks 06 and 07 write are `SELECTION` and `MAIN`. `comparison_table` summarises per (market, method); `improvement` gives A3 against the best
 baseline of each market.
 
 Improvement [ours: the paper gives "up to 54.8%" without the formula]: the best baseline of a market is the
@@ -30,7 +30,6 @@ mean improvement over the settings (markets) evaluated, which `improvement` repo
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from dataclasses import asdict, dataclass, field, replace
@@ -47,11 +46,16 @@ from ..policies.select import ALGORITHMS, known_from
 from ..policies.hedge import SelectionRun, adahedge, exp3, hedge, loglog_slope, regret_bound_hedge, warm_started
 from ..simulator import SimSettings, horizon_slots, simulate
 from . import setups
+from .cells import Cell, Done, Table, run
+from .outputs import FIGURE, declare
+from .published import PAPER_BEST_IMPROVEMENT
 
 __all__ = [
     "ALGORITHMS",
     "BASELINES",
+    "MAIN",
     "PAPER_BEST_IMPROVEMENT",
+    "SELECTION",
     "Comparison",
     "comparison_table",
     "default_methods",
@@ -63,7 +67,11 @@ __all__ = [
 
 BASELINES = ("on_demand", "greedy", "uniform_progress")
 A3 = "A3_select"
-PAPER_BEST_IMPROVEMENT = 0.548  # "up to 54.8%" over the best baseline [paper abstract]
+
+SELECTION = declare("06", selection_rounds="csv", selection_summary="json", weights=FIGURE, regret_loglog=FIGURE,
+                    member_choices=FIGURE)
+MAIN = declare("07", comparison_jobs="csv", setups="csv", comparison_table="csv", utility_by_method=FIGURE,
+               improvement=FIGURE)
 
 
 # ------------------------------------------------------------------------------------------- helpers
@@ -115,10 +123,6 @@ def _fingerprint(market: Market) -> dict[str, Any]:
             "requested": int(market.requested), "avail_sum": int(np.sum(market.avail)),
             "price_sum": round(float(np.nansum(market.spot_price)), 6),
             "od_sum": round(float(np.nansum(market.od_price)), 6)}
-
-
-def _key(payload: Mapping[str, Any]) -> str:
-    return hashlib.sha1(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
 # ------------------------------------------------------------------------------ A3 selection (06)
@@ -349,15 +353,8 @@ def main_comparison(markets: Iterable[str | Market] | Mapping[str, Market] | str
     for k, s in strides.items():
         _check_positive(s, f"stride_hours[{k!r}]")
 
-    csv = None
-    done = pd.DataFrame()
-    if out_dir is not None:
-        csv = Path(out_dir) / f"{prefix}_comparison_jobs.csv"
-        csv.parent.mkdir(parents=True, exist_ok=True)
-        if csv.exists():
-            done = pd.read_csv(csv)
-
-    parts, setup_rows, computed = [], [], []
+    csv = None if out_dir is None else Path(out_dir) / replace(MAIN.comparison_jobs, notebook=prefix).csv
+    setup_rows, cells, computed = [], [], []
     for key, mkt in resolved.items():
         job = spec.job(mkt)
         episodes = setups.job_episodes(mkt, job, stride_hours=strides[key], max_jobs=max_jobs)
@@ -366,29 +363,32 @@ def main_comparison(markets: Iterable[str | Market] | Mapping[str, Market] | str
         base = {"market": _fingerprint(mkt), "spec": asdict(spec), "stride": strides[key], "max_jobs": max_jobs,
                 "seed": seed, "jobs": episodes.n}
         for label, (name, params) in checked.items():
-            skey = _key({**base, "method": label, "policy": name, "params": params})
-            have = (done[(done["market"] == key) & (done["method"] == label) & (done["setup_key"] == skey)]
-                    if len(done) else done)
-            if resume and len(have) == episodes.n:
-                parts.append(have)
-                continue
-            rows = setups.run_methods({label: (name, params)}, episodes, job, seed=seed, progress=progress)
-            rows.insert(0, "market", key)
-            rows["role"] = _role(label, name)
-            rows["params"] = json.dumps(params, sort_keys=True, default=str)
-            rows["setup_key"] = skey
-            computed.append((key, label))
-            if verbose:
-                print(f"{key:12s} {label:24s} mean utility {rows['utility'].mean():10.2f} ({len(rows)} jobs)")
-            if csv is not None:
-                stale = ((done["market"] == key) & (done["method"] == label)) if len(done) else None
-                if stale is not None and stale.any():  # replace this pair's rows (other set-up or incomplete)
-                    done = pd.concat([done[~stale], rows], ignore_index=True)
-                    done.to_csv(csv, index=False)
-                else:
-                    rows.to_csv(csv, mode="a", header=not csv.exists() or csv.stat().st_size == 0, index=False)
-                    done = pd.concat([done, rows], ignore_index=True) if len(done) else rows
-            parts.append(rows)
+            cells.append(Cell("main comparison", {**base, "method": label, "policy": name, "params": params},
+                              {"market": key, "method": label}, seed, (episodes, job), key_length=12))
+
+    def compute(cell: Cell) -> pd.DataFrame:
+        episodes, job = cell.inputs
+        key, label = cell.labels["market"], cell.labels["method"]
+        name, params = cell.params["policy"], cell.params["params"]
+        rows = setups.run_methods({label: (name, params)}, episodes, job, seed=seed, progress=progress)
+        rows.insert(0, "market", key)
+        rows["role"] = _role(label, name)
+        rows["params"] = json.dumps(params, sort_keys=True, default=str)
+        rows["setup_key"] = cell.key
+        return rows
+
+    def done(cell: Cell, d: Done) -> None:
+        if not d.computed:
+            return
+        key, label = cell.labels["market"], cell.labels["method"]
+        computed.append((key, label))
+        if verbose:
+            print(f"{key:12s} {label:24s} mean utility {d.rows['utility'].mean():10.2f} ({len(d.rows)} jobs)")
+
+    # a pair computed again (another set-up, or rows cut short) replaces its earlier rows in the file
+    table = None if csv is None else Table(csv, key="setup_key", rows=lambda c: c.inputs[0].n,
+                                           supersede=("market", "method"))
+    parts = run(cells, compute, table, resume=resume, on_done=done)
     jobs = pd.concat(parts, ignore_index=True)
     for col in ("met_deadline", "met_hard_deadline"):
         jobs[col] = jobs[col].astype(bool)

@@ -26,7 +26,8 @@ Resume. With `out_csv`, each (market, sigma, method) cell is appended to the CSV
 done, and a later call reuses every cell already there with the same configuration (a hash of the policy,
 its parameters, the seed, the set-up and the job windows: column `config`), so an interrupted run resumes
 and a changed parameter is recomputed, never mixed with stale rows. Cells run in parallel (`n_jobs`
-joblib workers, one cell per task).
+joblib workers, one cell per task); `cells.run` does the bookkeeping. The files notebooks 03-05 write are
+`MOTIVATION`, `SENSITIVITY` and `COMMITMENT`.
 
 The optimum is `optimal` with `must_finish=False` re-simulated in the simulator. Its MILP bills every slot
 in full (`optimum.model`), so when an online policy finishes inside a slot and is billed a fraction of it,
@@ -36,7 +37,6 @@ that rounding.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from dataclasses import dataclass
@@ -46,17 +46,20 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..errors import SpotlabError
 from ..job import Job
 from ..market import Market
 from ..policies.select import ALGORITHMS
 from ..simulator import Episodes
 from . import setups as su
+from .cells import Cell, Done, ExperimentError, Table, json_default
+from .cells import run as run_all
+from .outputs import FIGURE, declare
 
-
-class ExperimentError(SpotlabError):
-    """An experiment was asked for with inconsistent or invalid parameters."""
-
+MOTIVATION = declare("03", motivation_jobs="csv", setup="json", utility_by_method=FIGURE, paired_vs_a2=FIGURE,
+                     key_numbers="csv")
+SENSITIVITY = declare("04", error_sensitivity_jobs="csv", setup="json", utility_vs_sigma=FIGURE,
+                      paired_vs_a2="csv", utility_table="csv")
+COMMITMENT = declare("05", commitment_jobs="csv", setup="json", utility_heatmap=FIGURE, best_cells="csv")
 
 RESULT_COLUMNS = ["window", "cost", "value", "utility", "completion_h", "met_deadline", "met_hard_deadline",
                   "reconfigurations", "preemptions", "spot_gpu_hours", "od_gpu_hours", "overhead_h"]
@@ -204,43 +207,10 @@ def _optimum(solver: str, time_limit: float) -> Method:
 # ------------------------------------------------------------------------------------------ running
 
 
-def _config(method: Method, setup: Setup, seed: int) -> str:
-    key = {"policy": method.policy, "params": method.params, "seed": int(seed), "setup": setup.describe,
-           "windows": list(setup.episodes.names)}
-    blob = json.dumps(key, sort_keys=True, default=_json_default)
-    return hashlib.sha1(blob.encode()).hexdigest()[:16]
-
-
-def _json_default(x):
-    if isinstance(x, (np.integer,)):
-        return int(x)
-    if isinstance(x, (np.floating,)):
-        return float(x)
-    if isinstance(x, tuple):
-        return list(x)
-    return str(x)
-
-
-def _read_done(out_csv: Path | None) -> pd.DataFrame:
-    if out_csv is None or not out_csv.is_file() or out_csv.stat().st_size == 0:
-        return pd.DataFrame(columns=COLUMNS)
-    prev = pd.read_csv(out_csv)
-    missing = [c for c in ("config", "job", "experiment") if c not in prev.columns]
-    if missing:
-        raise ExperimentError(f"{out_csv} is not a results file of spotlab.experiments.horizon (no column "
-                              f"{missing[0]!r}); delete it or choose another out_csv")
-    return prev
-
-
-def _append(out_csv: Path, df: pd.DataFrame) -> None:
-    out_csv.parent.mkdir(parents=True, exist_ok=True)
-    new = not out_csv.is_file() or out_csv.stat().st_size == 0
-    if not new:
-        header = pd.read_csv(out_csv, nrows=0).columns.tolist()
-        if header != COLUMNS:
-            raise ExperimentError(f"{out_csv} has other columns than this version writes; delete it or "
-                                  f"choose another out_csv")
-    df[COLUMNS].to_csv(out_csv, mode="a", header=new, index=False)
+def _config(method: Method, setup: Setup, seed: int) -> dict[str, Any]:
+    """What a cell's rows depend on; its hash is the `config` column."""
+    return {"policy": method.policy, "params": method.params, "seed": int(seed), "setup": setup.describe,
+            "windows": list(setup.episodes.names)}
 
 
 def _rows(df: pd.DataFrame, experiment: str, setup: Setup, method: Method, seed: int, config: str) -> pd.DataFrame:
@@ -248,7 +218,7 @@ def _rows(df: pd.DataFrame, experiment: str, setup: Setup, method: Method, seed:
         "experiment": experiment, "market": setup.label, "sigma": method.sigma, "method": method.label,
         "family": method.family, "forecast": method.forecast,
         "w": np.nan if method.w is None else method.w, "v": np.nan if method.v is None else method.v,
-        "policy": method.policy, "params": json.dumps(method.params, sort_keys=True, default=_json_default),
+        "policy": method.policy, "params": json.dumps(method.params, sort_keys=True, default=json_default),
         "job": df["job"].to_numpy(),
     })
     for c in RESULT_COLUMNS:
@@ -260,9 +230,11 @@ def _rows(df: pd.DataFrame, experiment: str, setup: Setup, method: Method, seed:
     return out[COLUMNS]
 
 
-def _one_cell(method: Method, setup: Setup, seed: int) -> pd.DataFrame:
-    return su.run_methods({method.label: (method.policy, dict(method.params))}, setup.episodes, setup.job,
-                          seed=seed, n_jobs=1, progress=False)
+def _one_cell(cell: Cell) -> pd.DataFrame:
+    setup, method = cell.inputs
+    df = su.run_methods({method.label: (method.policy, dict(method.params))}, setup.episodes, setup.job,
+                        seed=cell.seed, n_jobs=1, progress=False)
+    return _rows(df, cell.experiment, setup, method, cell.seed, cell.key)
 
 
 def run_cells(experiment: str, cells: Sequence[tuple[Setup, Method]], seed: int = 0, n_jobs: int = 1,
@@ -270,51 +242,26 @@ def run_cells(experiment: str, cells: Sequence[tuple[Setup, Method]], seed: int 
     """Simulate every (set-up, method) cell not already in `out_csv`; append each as it finishes.
 
     Returns the per-job rows of all cells (reused and new), in the order of `cells`."""
-    from joblib import Parallel, delayed
-
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ExperimentError(f"seed must be a whole number >= 0 (got {seed!r})")
-    if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs == 0:
-        raise ExperimentError(f"n_jobs must be a non-zero whole number (got {n_jobs!r})")
-    path = None if out_csv is None else Path(out_csv)
-    done = _read_done(path)
-    configs = [_config(m, s, seed) for s, m in cells]
-    if len(set(zip(configs, (m.label for _, m in cells), (s.label for s, _ in cells)))) != len(cells):
-        raise ExperimentError("two cells of the experiment are the same (market, method, configuration)")
-    have: dict[tuple[str, str, str], pd.DataFrame] = {}
-    if len(done):
-        done = done[done["experiment"] == experiment]
-        for (mk, lab, cfg), g in done.groupby(["market", "method", "config"], sort=False):
-            g = g.drop_duplicates("job", keep="last").sort_values("job")
-            have[(str(mk), str(lab), str(cfg))] = g
-    results: dict[int, pd.DataFrame] = {}
-    todo = []
-    for i, ((s, m), cfg) in enumerate(zip(cells, configs)):
-        prev = have.get((s.label, m.label, cfg))
-        if prev is not None and len(prev) == s.episodes.n:
-            results[i] = prev[COLUMNS].reset_index(drop=True)
-            if verbose:
-                print(f"{experiment}: {s.label} / {m.label}: reused from {path}")
+    todo = [Cell(experiment, _config(m, s, seed), {"experiment": experiment, "market": s.label, "method": m.label},
+                 int(seed), (s, m)) for s, m in cells]
+    table = None if out_csv is None else Table(
+        Path(out_csv), tuple(COLUMNS), key="config", rows=lambda c: c.inputs[0].episodes.n, unique=("job",),
+        required=("config", "job", "experiment"), owner="spotlab.experiments.horizon")
+
+    def report(cell: Cell, done: Done) -> None:
+        if not verbose:
+            return
+        s, m = cell.inputs
+        if done.computed:
+            print(f"{experiment}: {s.label} / {m.label}: mean utility {done.rows['utility'].mean():.2f} $ "
+                  f"over {len(done.rows)} jobs")
         else:
-            todo.append(i)
+            print(f"{experiment}: {s.label} / {m.label}: reused from {out_csv}")
 
-    def task(i: int):
-        s, m = cells[i]
-        return i, _one_cell(m, s, seed)
-
-    if todo:
-        runner = Parallel(n_jobs=int(n_jobs), return_as="generator_unordered")
-        for i, df in runner(delayed(task)(i) for i in todo):
-            s, m = cells[i]
-            rows = _rows(df, experiment, s, m, seed, configs[i])
-            if path is not None:
-                _append(path, rows)
-            results[i] = rows
-            if verbose:
-                print(f"{experiment}: {s.label} / {m.label}: mean utility {rows['utility'].mean():.2f} $ "
-                      f"over {len(rows)} jobs")
-    out = pd.concat([results[i] for i in range(len(cells))], ignore_index=True)
-    return _types(out)
+    parts = run_all(todo, _one_cell, table, n_jobs=n_jobs, on_done=report)
+    return _types(pd.concat(parts, ignore_index=True))
 
 
 def _types(df: pd.DataFrame) -> pd.DataFrame:
@@ -484,6 +431,7 @@ def setup_table(df: pd.DataFrame) -> pd.DataFrame:
     return t.rename(columns={c: c.removeprefix("setup_") for c in cols} | {"market": "label"})
 
 
-__all__ = ["COLUMNS", "DEFAULT_A2_POOL", "ExperimentError", "Method", "Setup", "broadcast_sigma", "chc_params",
+__all__ = ["COLUMNS", "COMMITMENT", "DEFAULT_A2_POOL", "ExperimentError", "MOTIVATION", "Method", "SENSITIVITY",
+           "Setup", "broadcast_sigma", "chc_params",
            "commitment_grid", "error_sensitivity", "motivation", "paired", "prepare", "run_cells", "select_pool",
            "setup_table", "summarize"]

@@ -29,7 +29,12 @@ from ..predict import evaluate_zones, make_predictor
 from ..predict.base import slots_per
 from ..traces import tidy_zones
 from .markets import MARKET_FILES, MarketFile, autocorrelation, load_all_zones
+from .outputs import FIGURE, declare
 
+# what notebook 02 writes
+OUTPUTS = declare("02", autocorrelation=FIGURE, daily_profile=FIGURE, evaluation_plan="csv",
+                  forecast_errors_by_zone="csv", forecast_error_vs_horizon=FIGURE, best_models=FIGURE,
+                  error_meaning=FIGURE, error_meaning_by_zone="csv", quantile_calibration=FIGURE)
 QUICK_MODELS = ("persistence", "seasonal_naive", "ets", "duration")
 ALL_MODELS = ("persistence", "seasonal_naive", "ets", "arima", "gbm", "duration")
 HORIZONS = (1, 2, 3, 6, 12)
