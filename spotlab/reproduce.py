@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from .notebook_exec import ROOT, kernel_manager_logging_to
 
 
 def notebook_sources(folder: Path) -> list[Path]:
@@ -31,8 +31,6 @@ def run_notebook(src: Path, build: Path, out_dir: Path, quick: bool, extra: dict
     readable HTML copy of the executed notebook, figures included (also for a notebook that is not re-run)."""
     import jupytext
     import papermill as pm
-
-    from .sweep import kernel_manager_logging_to
 
     build, out_dir = Path(build).resolve(), Path(out_dir).resolve()  # papermill runs the kernel from ROOT
     params = {"out_dir": str(out_dir), "quick": bool(quick), **(extra or {})}

@@ -55,6 +55,7 @@ from typing import Any
 import pandas as pd
 
 from .errors import SweepError
+from .notebook_exec import ROOT, kernel_manager_logging_to
 
 RESULT_FILE = "sweep_result.json"
 RECORD_FILE = "record.json"
@@ -363,25 +364,6 @@ def _read_result(point_dir: Path) -> dict[str, Scalar]:
     return data
 
 
-def kernel_manager_logging_to(log: Path) -> type:
-    """A kernel manager whose kernel writes its process-level stdout/stderr to `log`.
-
-    The kernel app logs a TCP warning and the shutdown interrupt of every point, and a race in ipykernel's
-    shutdown sometimes logs a zmq traceback; none of it is the point's result (that is in the executed copy
-    and the record), so it goes to the point's folder instead of the sweep's terminal.
-    """
-    from jupyter_client.manager import AsyncKernelManager
-
-    class PointKernelManager(AsyncKernelManager):
-        async def _async_launch_kernel(self, kernel_cmd: list[str], **kw: Any) -> None:
-            with open(log, "ab") as out:
-                kw.setdefault("stdout", out)
-                kw.setdefault("stderr", out)
-                await super()._async_launch_kernel(kernel_cmd, **kw)
-
-    return PointKernelManager
-
-
 def run_point(ipynb: str, params: dict[str, Any], key: str, point_dir: str, cwd: str,
               retry_failed: bool = False) -> dict:
     """Execute one point and write its record; runs in the sweep's process, a joblib worker or a Dask worker.
@@ -621,7 +603,6 @@ def run_sweep(notebook: str | Path, grid: Grid | Mapping | str | Path, out_dir: 
     """
     from tqdm.auto import tqdm
 
-    from .reproduce import ROOT
 
     if isinstance(grid, Grid):
         pass
