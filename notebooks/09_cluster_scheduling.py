@@ -65,13 +65,14 @@ from spotlab.cotune.experiment import Settings, compare, sensitivity, train_know
 from spotlab.cotune.jobs import fine_tune_jobs, offered_load, scaled, time_scale_for_load
 from spotlab.cotune.workload import trace_workload
 from spotlab.experiments.figures import saver, sweep_result
+from spotlab.experiments.outputs import CLUSTER_SCHEDULING as OUT
+from spotlab.experiments.published import COTUNE_JCT_CHANGE as SEED_CLAIMS  # the seed's numbers
 
 sns.set_theme(style="whitegrid", context="notebook")
 if quick:
     n_jobs, loads, train_sizes, seeds = n_jobs or 500, [load], [600], seeds[:1]
     sigmas, flips = [0.0, 0.4], [0.0, 0.2]
-save = saver(out_dir, "09")
-SEED_CLAIMS = {"fifo": -0.78, "sia": -0.70}
+save = saver(out_dir, OUT)
 POLICIES = ("fifo", "sia")
 tic = time.perf_counter()
 cluster = Cluster.parse(cluster_spec)
@@ -124,7 +125,7 @@ axes[0].set(ylabel="JCT (h): bar mean, tick p95", xlabel="", title=f"offered loa
 axes[0].legend()
 sns.barplot(per_seed, x="source", y="gpu_hours_wasted", hue="policy", order=order, ax=axes[1], errorbar=("pi", 100))
 axes[1].set(ylabel="GPU-hours wasted (failed runs + profiling)", xlabel="")
-save(fig, per_seed, "jct_by_source")
+save(fig, per_seed, OUT.jct_by_source)
 
 # %% [markdown]
 # ## JCT against load
@@ -137,7 +138,7 @@ by_load = pd.concat([per_seed if x == load else over_seeds(x) for x in loads], i
 g = sns.relplot(by_load, x="load", y="mean_jct_h", hue="source", col="policy", kind="line", marker="o",
                 hue_order=order, height=3.8, aspect=1.2, facet_kws={"sharey": False})
 g.set_axis_labels("offered load", "mean JCT (h)")
-save(g.figure, by_load, "jct_vs_load")
+save(g.figure, by_load, OUT.jct_vs_load)
 
 # %% [markdown]
 # ## Sensitivity to prediction error
@@ -167,7 +168,7 @@ for ax, pol in zip(axes[1:], POLICIES):
     sns.heatmap(piv, annot=True, fmt=".0%", cmap="RdYlGn_r", center=0, ax=ax, cbar=False)
     ax.set(title=f"{pol}: mean JCT vs user guesses", xlabel="throughput error sigma", ylabel="validity flipped")
 save(fig, pd.concat([by_size.assign(kind="trained"), noisy.assign(kind="degraded")], ignore_index=True),
-     "sensitivity")
+     OUT.sensitivity)
 
 # %% [markdown]
 # ## Against the seed's numbers

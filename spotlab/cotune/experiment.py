@@ -18,6 +18,8 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from ..experiments.cells import Cell, Table
+from ..experiments.cells import run as run_cells
 from .cluster import Cluster, simulate
 from .jobs import FineTuneJob, sim_jobs
 from .knowledge import Knowledge, NoisyKnowledge, PredictedKnowledge
@@ -60,20 +62,6 @@ def _runs(cluster: Cluster, jobs: Sequence[FineTuneJob], policies: Sequence[str]
     return {p: simulate(cluster, sj, policy=p, fail_after_s=s.fail_after_s).summary() for p in policies}
 
 
-def _done_keys(path: Path | None, keys: Sequence[str]) -> tuple[pd.DataFrame, set]:
-    if path is None or not path.exists() or path.stat().st_size == 0:
-        return pd.DataFrame(), set()
-    old = pd.read_csv(path, dtype={"fingerprint": str, "policy": str, "source": str})
-    return old, {tuple(str(v) for v in r) for r in old[list(keys)].itertuples(index=False)}
-
-
-def _append(path: Path | None, row: dict) -> None:
-    if path is None:
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    pd.DataFrame([row]).to_csv(path, mode="a", header=not path.exists() or path.stat().st_size == 0, index=False)
-
-
 def _fingerprint(cluster: Cluster, jobs: Sequence[FineTuneJob], settings: Settings, tag: str) -> str:
     """Identifies what a stored row was computed from, so a resumed run never mixes in other set-ups."""
     import hashlib
@@ -92,16 +80,24 @@ def compare(cluster: Cluster, jobs: Sequence[FineTuneJob], sources: Mapping[str,
 
     With `results_csv`, each run is appended as it finishes and runs already there for the same cluster, jobs,
     settings and `tag` (name anything else that changes a source, e.g. its training data) are reused."""
-    path = Path(results_csv) if results_csv is not None else None
     fp = _fingerprint(cluster, jobs, settings, tag)
-    old, done = _done_keys(path, ("fingerprint", "policy", "source"))
-    rows = [] if old.empty else old.to_dict(orient="records")
-    todo = {name: [p for p in policies if (fp, p, name) not in done] for name in sources}
-    for name in tqdm([n for n, ps in todo.items() if ps], desc="cluster runs", disable=not progress):
-        for p, summary in _runs(cluster, jobs, todo[name], sources[name], settings).items():
-            row = {"fingerprint": fp, "policy": p, "source": name, **settings.record(), "jobs": len(jobs), **summary}
-            _append(path, row)
-            rows.append(row)
+    # one cell per (source, policy); a source's simulator jobs (its decisions, the costly part) are built once
+    cells = [Cell("cluster runs", {"fingerprint": fp, "policy": p, "source": name},
+                  {"fingerprint": fp, "policy": p, "source": name}, settings.seed) for name in sources for p in policies]
+    built: dict[str, Any] = {}
+
+    def run_one(cell: Cell) -> pd.DataFrame:
+        name, p = cell.labels["source"], cell.labels["policy"]
+        if name not in built:
+            built.clear()
+            built[name] = sim_jobs(jobs, cluster, sources[name], seed=settings.seed, perf=settings.perf,
+                                   profile_s=settings.profile_s, objective=settings.objective)
+        summary = simulate(cluster, built[name], policy=p, fail_after_s=settings.fail_after_s).summary()
+        return pd.DataFrame([{"fingerprint": fp, "policy": p, "source": name, **settings.record(), "jobs": len(jobs),
+                              **summary}])
+
+    table = None if results_csv is None else Table(Path(results_csv))
+    rows = [r for part in run_cells(cells, run_one, table, progress=progress) for r in part.to_dict(orient="records")]
     table = pd.DataFrame(rows)
     table = table[(table["fingerprint"].astype(str) == fp) & table["policy"].isin(policies)
                   & table["source"].isin(list(sources))]
