@@ -41,7 +41,7 @@ from IPython.display import display
 
 from spotlab.data import dataset_path
 from spotlab.experiments import figures as figs
-from spotlab.experiments import markets as mk
+from spotlab.experiments import market_stats as mk
 from spotlab.traces import tidy_zones
 from spotlab.experiments.outputs import SPOT_MARKETS as OUT
 

@@ -131,7 +131,7 @@ plt.show()
 # ## Spot lifetime and wait statistics of the trace
 #
 # The release also publishes per-env spell statistics (`ping_based__stats.tsv`). Ours, computed
-# with `spotlab.experiments.markets.spell_lengths` on the same trace read with the 1 = preempted
+# with `spotlab.experiments.market_stats.spell_lengths` on the same trace read with the 1 = preempted
 # convention, should agree to rounding: it confirms the trace is read the right way round.
 
 # %%

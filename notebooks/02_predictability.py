@@ -49,7 +49,7 @@ import seaborn as sns
 from IPython.display import display
 
 from spotlab.experiments import figures as figs
-from spotlab.experiments import markets as mk
+from spotlab.experiments import market_stats as mk
 from spotlab.experiments import predictability as pr
 from spotlab.experiments.predictability import OUTPUTS as OUT
 

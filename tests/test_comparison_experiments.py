@@ -268,7 +268,7 @@ def test_a_users_own_trace_is_a_market(tmp_path, dataset):
     np.testing.assert_array_equal(m.avail, ref.avail)
     np.testing.assert_allclose(m.spot_price, ref.spot_price)
     np.testing.assert_allclose(m.od_price, 3.67)
-    with pytest.raises(TraceError, match="neither a key of setups.MARKETS"):
+    with pytest.raises(TraceError, match="neither a key of setups.MARKET_SPECS"):
         setups.load_market(str(tmp_path / "missing.csv"))
     with pytest.raises(TraceError, match="spot_share must be a positive"):
         setups.load_market(f"{path}#asia-northeast1-a", od_price=3.67, spot_share=-1)

@@ -133,7 +133,7 @@ def test_optimum_is_exact_and_beats_every_online_policy(case):
 def test_v100_p3_windows_the_optimum_is_never_beaten(dataset):
     from spotlab.experiments import setups
 
-    dataset(setups.MARKETS["v100_prices"].relpath)  # skips without the data
+    dataset(setups.MARKET_SPECS["v100_prices"].relpath)  # skips without the data
     mk = setups.load_market("v100_prices", slot_hours=1.0)
     job = setups.JobSpec(deadline_h=12.0).job(mk)
     episodes = setups.job_episodes(mk, job, stride_hours=3.0, max_jobs=5)

@@ -20,7 +20,7 @@ from ..runs import load_episodes, make_job, run_policy, settings_for
 from ..simulator import Episodes
 from ..traces import load_sky_spot_json
 from .cells import Cell, Done, Table, append_rows, run
-from .markets import spell_lengths
+from .market_stats import spell_lengths
 from .outputs import FIGURE, declare
 from .published import CANT_BE_LATE_MEAN_COST as PUBLISHED_MEAN_COST
 from .published import CANT_BE_LATE_SETUP as PUBLISHED_SETUP

@@ -84,7 +84,7 @@ def _resolve_market(market: str | Market, slot_hours: float, hours: float, marke
     if isinstance(market, str):
         return market, setups.load_market(market, slot_hours=slot_hours, hours=hours, seed=market_seed,
                                           od_price=od_price, spot_share=spot_share)
-    raise TraceError(f"a market is a key of setups.MARKETS ({', '.join(setups.MARKETS)}), a trace path or a "
+    raise TraceError(f"a market is a key of setups.MARKET_SPECS ({', '.join(setups.MARKET_SPECS)}), a trace path or a "
                      f"Market, got {type(market).__name__}")
 
 
@@ -245,7 +245,7 @@ def selection_run(market: str | Market, spec: setups.JobSpec | None = None, pool
                   slope_start: int | None = None) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Simulate `select` (pool, AdaHedge, Hedge or EXP3) on jobs one after another on `market`.
 
-    `market`: a key of `setups.MARKETS` (loaded at `slot_hours`; synthetic ones `hours` long, seeded with
+    `market`: a key of `setups.MARKET_SPECS` (loaded at `slot_hours`; synthetic ones `hours` long, seeded with
     `market_seed`) or a `Market`. Jobs start every `stride_hours` (`setups.job_episodes`), at most `max_jobs`.
     Returns the per-round frame (columns ``round, chosen, member, utility_chosen, utility_expected, regret,
     regret_realised, eta, weight_<member>..., utility_<member>..., best_member_so_far, bound_hedge``; `regret`
@@ -312,7 +312,7 @@ def main_comparison(markets: Iterable[str | Market] | Mapping[str, Market] | str
                     spot_share: float | None = None) -> Comparison:
     """Every method on the same job episodes of every market; incremental and resumable through `out_dir`.
 
-    `markets`: keys of `setups.MARKETS` (default: all), paths of one's own traces (`"PATH"` or `"PATH#ZONE"`;
+    `markets`: keys of `setups.MARKET_SPECS` (default: all), paths of one's own traces (`"PATH"` or `"PATH#ZONE"`;
     `od_price` / `spot_share` assume prices where such a trace has none, see `setups.load_market`), `Market`
     objects, or a mapping label -> Market. `methods`: label -> (policy, params), default `default_methods()`; A3 must be labelled `A3_select` and the
     baselines `on_demand`, `greedy`, `uniform_progress` for `improvement`. `stride_hours`: one value or one
@@ -337,7 +337,7 @@ def main_comparison(markets: Iterable[str | Market] | Mapping[str, Market] | str
         checked[str(label)] = (name, params)
 
     if markets is None:
-        markets = list(setups.MARKETS)
+        markets = list(setups.MARKET_SPECS)
     if isinstance(markets, (str, Market)):
         markets = [markets]
     if isinstance(markets, Mapping):
@@ -358,7 +358,7 @@ def main_comparison(markets: Iterable[str | Market] | Mapping[str, Market] | str
     for key, mkt in resolved.items():
         job = spec.job(mkt)
         episodes = setups.job_episodes(mkt, job, stride_hours=strides[key], max_jobs=max_jobs)
-        setup_rows.append({"market": key, "title": setups.MARKETS[key].title if key in setups.MARKETS else key,
+        setup_rows.append({"market": key, "title": setups.MARKET_SPECS[key].title if key in setups.MARKET_SPECS else key,
                            "stride_hours": strides[key], "seed": seed, **setups.describe(job, mkt, episodes)})
         base = {"market": _fingerprint(mkt), "spec": asdict(spec), "stride": strides[key], "max_jobs": max_jobs,
                 "seed": seed, "jobs": episodes.n}

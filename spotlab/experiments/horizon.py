@@ -93,7 +93,7 @@ class Setup:
 def prepare(market: str | Market, spec: su.JobSpec | None = None, slot_hours: float = 1.0,
             hours: float = 24 * 21, market_seed: int = 0, stride_hours: float = 6.0, max_jobs: int | None = None,
             history_hours: float = 168.0) -> Setup:
-    """The set-up of one market: a `setups.MARKETS` key (synthetic ones `hours` long, seeded by
+    """The set-up of one market: a `setups.MARKET_SPECS` key (synthetic ones `hours` long, seeded by
     `market_seed`) or a `Market`, the job `spec` sized to it and its jobs one after another."""
     spec = spec or su.JobSpec()
     if isinstance(market, Market):
@@ -101,14 +101,14 @@ def prepare(market: str | Market, spec: su.JobSpec | None = None, slot_hours: fl
     elif isinstance(market, str):
         label, m = market, su.load_market(market, slot_hours=slot_hours, hours=hours, seed=market_seed)
     else:
-        raise ExperimentError(f"a market is a key of setups.MARKETS ({', '.join(su.MARKETS)}) or a Market "
+        raise ExperimentError(f"a market is a key of setups.MARKET_SPECS ({', '.join(su.MARKET_SPECS)}) or a Market "
                               f"(got {market!r})")
     if max_jobs is not None and (isinstance(max_jobs, bool) or int(max_jobs) != max_jobs or max_jobs < 1):
         raise ExperimentError(f"max_jobs must be a whole number >= 1 or None (got {max_jobs!r})")
     job = spec.job(m)
     ep = su.job_episodes(m, job, stride_hours=stride_hours, max_jobs=max_jobs, history_hours=history_hours)
     desc = su.describe(job, m, ep)
-    synthetic = isinstance(market, str) and su.MARKETS[market].relpath is None
+    synthetic = isinstance(market, str) and su.MARKET_SPECS[market].relpath is None
     desc.update(market_key=label, market_seed=market_seed if synthetic else np.nan, stride_hours=stride_hours)
     return Setup(label, m, job, ep, desc)
 

@@ -28,7 +28,7 @@ from ..market import Market
 from ..predict import evaluate_zones, make_predictor
 from ..predict.base import slots_per
 from ..traces import tidy_zones
-from .markets import MARKET_FILES, MarketFile, autocorrelation, load_all_zones
+from .market_stats import MARKET_FILES, MarketFile, autocorrelation, load_all_zones
 from .outputs import FIGURE, declare
 
 # what notebook 02 writes

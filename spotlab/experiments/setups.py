@@ -3,7 +3,7 @@
 One place says which market, which job and which episodes an experiment runs on, so the notebooks only
 choose keys and parameters:
 
-- `MARKETS`: the real traces of `markets/` and the synthetic regimes. Count traces without prices get an
+- `MARKET_SPECS`: the real traces of `markets/` and the synthetic regimes. Count traces without prices get an
   assumed spot price (a fixed share of on-demand, stated in `MarketSpec.note`), since a schedule needs a
   cost; the V100 p3.2xlarge trace is the one with real per-tick spot prices (single GPU).
 - `JobSpec` -> `Job`: a multi-GPU job sized to the market (N_max = min(requested GPUs, `n_max`)) whose work
@@ -50,7 +50,7 @@ class MarketSpec:
     last_hours: float | None = None  # keep only the trace's last hours (run time; see the entry's note)
 
 
-MARKETS: dict[str, MarketSpec] = {
+MARKET_SPECS: dict[str, MarketSpec] = {
     "h100": MarketSpec("GCP H100, us-central1-a (counts of 16, list prices)", "markets/gcp_h100_probes.csv.gz",
                        "us-central1-a"),
     "v100_prices": MarketSpec("AWS V100 p3.2xlarge, us-east-1a (real per-tick spot price, 1 GPU)",
@@ -72,15 +72,18 @@ MARKETS: dict[str, MarketSpec] = {
 }
 
 
+MARKETS = MARKET_SPECS  # old name, kept for existing code
+
+
 def load_market(key: str, slot_hours: float = 1.0, hours: float = 24 * 21, seed: int = 0,
                 zone: str | None = None, od_price: float | None = None, spot_share: float | None = None) -> Market:
-    """The market `key` of `MARKETS` on a grid of `slot_hours` (synthetic: `hours` long, seeded), or a
+    """The market `key` of `MARKET_SPECS` on a grid of `slot_hours` (synthetic: `hours` long, seeded), or a
     trace of one's own: `key` a path to a tidy CSV or sky_spot JSON trace, `"PATH#ZONE"` for one zone of a
     CSV. A trace without spot prices needs `spot_share` (spot price = share x on-demand) and, if it has no
     on-demand price either, `od_price`: a schedule needs a cost, and the assumption is the user's to state."""
-    if key not in MARKETS:
+    if key not in MARKET_SPECS:
         return _user_market(key, slot_hours, zone, od_price, spot_share)
-    spec = MARKETS[key]
+    spec = MARKET_SPECS[key]
     if spec.relpath is None:
         return synthetic_market(hours, slot_hours=slot_hours, requested=8, od_price=3.0, regime=spec.regime,
                                 seed=seed)
@@ -97,8 +100,8 @@ def _user_market(key: str, slot_hours: float, zone: str | None, od_price: float 
                  spot_share: float | None) -> Market:
     path, _, zone_in_key = str(key).partition("#")
     if not Path(path).is_file():
-        raise TraceError(f"unknown market {key!r}: neither a key of setups.MARKETS ({', '.join(MARKETS)}) nor a "
-                         f"trace file (tidy CSV or sky_spot JSON; 'PATH#ZONE' for one zone of a CSV)")
+        raise TraceError(f"unknown market {key!r}: neither a key of setups.MARKET_SPECS ({', '.join(MARKET_SPECS)}) "
+                         f"nor a trace file (tidy CSV or sky_spot JSON; 'PATH#ZONE' for one zone of a CSV)")
     market = load_trace(path, zone or zone_in_key or None, slot_hours)
     od = np.asarray(market.od_price, dtype=float)
     if od_price is not None:
@@ -218,4 +221,4 @@ def describe(job: Job, market: Market, episodes: Episodes) -> dict[str, Any]:
             * (job.work / job.max_rate)}
 
 
-__all__ = ["MARKETS", "JobSpec", "MarketSpec", "describe", "job_episodes", "load_market", "run_methods"]
+__all__ = ["MARKETS", "MARKET_SPECS", "JobSpec", "MarketSpec", "describe", "job_episodes", "load_market", "run_methods"]
