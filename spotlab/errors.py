@@ -27,6 +27,10 @@ class JobError(SpotlabError):
     """A job is ill-specified or cannot meet its deadline even on on-demand GPUs."""
 
 
+class ClusterError(SpotlabError):
+    """A cluster, job, option, scheduler, placement or cluster-simulation setting is ill-specified."""
+
+
 class PolicyError(SpotlabError):
     """Unknown policy, bad policy parameter, or a policy that returned an invalid action."""
 
