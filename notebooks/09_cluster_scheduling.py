@@ -20,7 +20,7 @@
 # - **oracle** — the analytical ground truth (never fails, knows every throughput).
 #
 # Whatever a source believes, what happens when a configuration runs is the same for all of them (common
-# random numbers from the ground truth, `spotlab.cotune.perf`). Policies (`spotlab.cotune.cluster`): **FIFO**
+# random numbers from the ground truth, `spotlab.cotune.perf`). Policies (`spotlab.cluster`): **FIFO**
 # (strict arrival order, head-of-line blocking) and **Sia-like** (throughput-aware: starts the queued job and
 # configuration with the best estimated throughput per GPU relative to that job's best, with backfilling;
 # real Sia also re-allocates and preempts).
@@ -60,7 +60,7 @@ import pandas as pd
 import seaborn as sns
 from IPython.display import display
 
-from spotlab.cotune.cluster import Cluster
+from spotlab.cluster import Cluster
 from spotlab.cotune.experiment import Settings, compare, sensitivity, train_knowledge
 from spotlab.cotune.jobs import fine_tune_jobs, offered_load, scaled, time_scale_for_load
 from spotlab.cotune.workload import trace_workload

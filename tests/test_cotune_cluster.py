@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spotlab.cotune.cluster import Cluster, ClusterError, NodePool, Option, SimJob, simulate
+from spotlab.cluster import Cluster, ClusterError, NodePool, Option, SimJob, simulate
 from spotlab.cotune.workload import (
     ALIBABA_PODS,
     PHILLY_RUNTIMES,
@@ -212,10 +212,11 @@ def scenarios(draw, one_pool: bool = False, failing: bool = True):
 
 
 @settings(max_examples=60, deadline=None)
-@given(scenarios(), st.sampled_from(["fifo", "sia"]), st.sampled_from([1.0, 120.0]), st.sampled_from([1, 64]))
-def test_invariants_hold_on_random_clusters_and_jobs(scenario, policy, fail_after_s, window):
+@given(scenarios(), st.sampled_from([("fifo", {}), ("sia", {"window": 1}), ("sia", {"window": 64})]),
+       st.sampled_from([1.0, 120.0]))
+def test_invariants_hold_on_random_clusters_and_jobs(scenario, scheduler, fail_after_s):
     cluster, jobs = scenario
-    res = simulate(cluster, jobs, policy, fail_after_s=fail_after_s, window=window)
+    res = simulate(cluster, jobs, scheduler[0], fail_after_s=fail_after_s, **scheduler[1])
     check_invariants(cluster, jobs, res, fail_after_s)
 
 
@@ -257,7 +258,7 @@ def test_bad_cluster_and_job_input_messages(make, message):
 
 def test_bad_simulate_arguments():
     cluster = Cluster.parse("A:1x8")
-    with pytest.raises(ClusterError, match=r"unknown policy 'lifo'; known policies: fifo, sia"):
+    with pytest.raises(ClusterError, match=r"unknown scheduler 'lifo'; known: fifo, sia"):
         simulate(cluster, [], "lifo")
     with pytest.raises(ClusterError, match="duplicate job id 3"):
         simulate(cluster, [job(3, 0, 1, ok("A", 1)), job(3, 1, 1, ok("A", 1))])

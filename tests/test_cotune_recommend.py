@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spotlab.cotune.cluster import Cluster, Option, SimJob, simulate
+from spotlab.cluster import Cluster, Option, SimJob, simulate
 from spotlab.cotune.experiment import Settings, compare, train_knowledge
 from spotlab.cotune.jobs import (fine_tune_jobs, offered_load, outcome, scaled, sim_jobs, time_scale_for_load)
 from spotlab.cotune.knowledge import NoisyKnowledge, OracleKnowledge

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..cluster.registry import SCHEDULERS
 
 
 def _config_error(message: str) -> Exception:
@@ -83,7 +84,7 @@ def add_parsers(sub: Any, finite: Any, progress_option: Any = None) -> None:
     k.add_argument("--max-runtime-h", type=finite("max runtime", positive=True), default=48.0,
                    help="cap on Philly runtimes in hours (48)")
     k.add_argument("--policies", type=_names, default=["fifo", "sia"],
-                   help="cluster scheduling policies, comma-separated: fifo, sia (default both)")
+                   help=f"cluster scheduling policies, comma-separated: {', '.join(SCHEDULERS)} (default fifo,sia)")
     k.add_argument("--sources", type=_names, default=["user", "profiling", "predicted", "oracle"],
                    help="user, profiling, predicted, oracle")
     k.add_argument("--train-runs", type=int, default=5000, help="historical runs the predicted source learns from")
@@ -170,7 +171,7 @@ def cmd_configs(args: argparse.Namespace) -> int:
 
 
 def cmd_cluster(args: argparse.Namespace) -> int:
-    from .cluster import POLICIES, Cluster
+    from ..cluster.state import Cluster
     from .experiment import Settings, compare, train_knowledge
     from .jobs import fine_tune_jobs, offered_load, scaled, time_scale_for_load
     from .runs import load_runs
@@ -181,9 +182,9 @@ def cmd_cluster(args: argparse.Namespace) -> int:
                             f"{Path(args.results) / 'cluster.csv'}")
     if args.results and not Path(args.results).parent.is_dir():
         raise _config_error(f"--results {args.results}: folder {Path(args.results).parent} does not exist")
-    unknown = [p for p in args.policies if p not in POLICIES]
+    unknown = [p for p in args.policies if p not in SCHEDULERS]
     if unknown:
-        raise _config_error(f"unknown policy {unknown}; use {', '.join(POLICIES)}")
+        raise _config_error(f"unknown policy {unknown}; use {', '.join(SCHEDULERS)}")
     bad = [s for s in args.sources if s not in ("user", "profiling", "predicted", "oracle")]
     if bad:
         raise _config_error(f"unknown configuration source {bad}; use user, profiling, predicted, oracle")

@@ -20,7 +20,8 @@ from tqdm.auto import tqdm
 
 from ..experiments.cells import Cell, Table
 from ..experiments.cells import run as run_cells
-from .cluster import Cluster, simulate
+from ..cluster.engine import simulate
+from ..cluster.state import Cluster
 from .jobs import FineTuneJob, sim_jobs
 from .knowledge import Knowledge, NoisyKnowledge, PredictedKnowledge
 from .perf import DEFAULT, PerfModel
@@ -59,7 +60,7 @@ def _runs(cluster: Cluster, jobs: Sequence[FineTuneJob], policies: Sequence[str]
           s: Settings) -> dict[str, dict[str, Any]]:
     """Summary per policy; the simulator's jobs (the source's decisions, the costly part) are built once."""
     sj = sim_jobs(jobs, cluster, source, seed=s.seed, perf=s.perf, profile_s=s.profile_s, objective=s.objective)
-    return {p: simulate(cluster, sj, policy=p, fail_after_s=s.fail_after_s).summary() for p in policies}
+    return {p: simulate(cluster, sj, scheduler=p, fail_after_s=s.fail_after_s).summary() for p in policies}
 
 
 def _fingerprint(cluster: Cluster, jobs: Sequence[FineTuneJob], settings: Settings, tag: str) -> str:

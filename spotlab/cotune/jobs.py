@@ -7,7 +7,7 @@ that can run somewhere on the cluster's GPU types. Its work (dataset tokens) is 
 throughput of its best configuration, so the trace's runtime is how long the job takes when well configured.
 
 The scheduler fills in the rest (GPU model, software version, number of GPUs). Each configuration source
-(`SOURCES`) turns that into an ordered list of options for the simulator (`spotlab.cotune.cluster.Option`):
+(`SOURCES`) turns that into an ordered list of options for the simulator (`spotlab.cluster.Option`):
 
 - `user`: the user's guess — the GPU count the trace requested (rounded up to 1/2/4/8), a software version
   drawn per job, either GPU model; after a failure the job is resubmitted on another GPU model or with twice the
@@ -38,7 +38,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from .cluster import Cluster, Option, SimJob
+from ..cluster.state import Cluster, Option, SimJob
 from .knowledge import Knowledge, OracleKnowledge
 from .perf import DEFAULT, PerfModel
 from .recommend import rank
