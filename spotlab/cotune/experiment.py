@@ -93,7 +93,7 @@ def compare(cluster: Cluster, jobs: Sequence[FineTuneJob], sources: Mapping[str,
             built.clear()
             built[name] = sim_jobs(jobs, cluster, sources[name], seed=settings.seed, perf=settings.perf,
                                    profile_s=settings.profile_s, objective=settings.objective)
-        summary = simulate(cluster, built[name], policy=p, fail_after_s=settings.fail_after_s).summary()
+        summary = simulate(cluster, built[name], scheduler=p, fail_after_s=settings.fail_after_s).summary()
         return pd.DataFrame([{"fingerprint": fp, "policy": p, "source": name, **settings.record(), "jobs": len(jobs),
                               **summary}])
 
