@@ -182,6 +182,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     cotune_parsers(sub, _finite, _progress_option)
 
+    from .rl.cli import add_parsers as rl_parsers  # argparse only: the agent (torch) loads when `spotlab rl` runs
+
+    rl_parsers(sub, _finite, _positive_int, _progress_option)
+
     pol = sub.add_parser("policies", help="list the policies with their parameters (defaults and meaning)",
                          description="Without NAME: every registered policy, one line each, with its parameters "
                                      "and defaults. With NAME: that policy's parameters, defaults and meaning.")
@@ -536,13 +540,20 @@ def _cotune(name: str):
     return run
 
 
+def _rl(args) -> int:
+    from .rl import cli
+
+    return {"train": cli.cmd_train, "evaluate": cli.cmd_evaluate}[args.rl_command](args)
+
+
 def main(argv: list[str] | None = None) -> int:
     from .parallel import quiet_exit_stderr, stop_children, stop_on_sigterm
 
     parser = build_parser()
     args = parser.parse_args(argv)
     handler = {"simulate": cmd_simulate, "forecast": cmd_forecast, "policies": cmd_policies, "data": cmd_data,
-               "sweep": cmd_sweep, "configs": _cotune("cmd_configs"), "cluster": _cotune("cmd_cluster")}[args.command]
+               "sweep": cmd_sweep, "configs": _cotune("cmd_configs"), "cluster": _cotune("cmd_cluster"),
+               "rl": _rl}[args.command]
     stop_on_sigterm()
     try:
         return handler(args)

@@ -31,6 +31,10 @@ class ClusterError(SpotlabError):
     """A cluster, job, option, scheduler, placement or cluster-simulation setting is ill-specified."""
 
 
+class RLError(SpotlabError):
+    """A learning-scheduler setting, training budget or saved agent is unusable (spotlab.rl)."""
+
+
 class PolicyError(SpotlabError):
     """Unknown policy, bad policy parameter, or a policy that returned an invalid action."""
 

@@ -1,0 +1,60 @@
+"""``rl_agent``: a trained learning scheduler (`spotlab.rl`) as one more engine `Scheduler`.
+
+``model`` is the folder `spotlab rl train --out DIR` wrote (``model.zip`` and its settings in ``model.json``).
+At each scheduling point the agent follows the rules of `spotlab.rl.decisions` (the same as in its training
+environment): it is asked only when one of the first ``slots`` queued jobs can start and more than one job is
+queued, and chooses the job with the highest score (``deterministic=True``: argmax, the evaluation setting) or
+samples one. A chosen job that does not fit is waited for. The agent's network is loaded once per instance
+(torch is imported then, not before); an instance drives one engine run at a time and starts afresh on a new one.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ...errors import RLError
+from .base import Scheduler
+
+if TYPE_CHECKING:
+    from ..engine import Engine
+
+__all__ = ["RLAgent"]
+
+
+class RLAgent(Scheduler):
+    """The agent saved in folder ``model`` chooses the next job (module doc)."""
+
+    name = "rl_agent"
+
+    def __init__(self, model: str = "", deterministic: bool = True) -> None:
+        if not isinstance(model, str) or not model:
+            raise RLError("rl_agent needs model=DIR, a folder written by `spotlab rl train --out DIR`")
+        if not isinstance(deterministic, (bool, np.bool_)):
+            raise RLError(f"deterministic must be True or False, got {deterministic!r}")
+        self.model = model
+        self.deterministic = bool(deterministic)
+        self._agent: Any = None
+        self._engine: Engine | None = None
+        self._decider: Any = None
+
+    def _load(self) -> Any:
+        if self._agent is None:
+            from ...rl.agent import load_agent
+
+            self._agent = load_agent(self.model)
+        return self._agent
+
+    def schedule(self, engine: Engine) -> None:
+        from ...rl.decisions import Decider
+
+        agent = self._load()
+        if self._engine is not engine:
+            self._engine, self._decider = engine, Decider(engine, agent.slots)
+        decider = self._decider
+        while True:
+            candidates = decider.settle()
+            if not candidates:
+                return
+            decider.choose(candidates[agent.choose(engine, candidates, self.deterministic)])
