@@ -302,7 +302,7 @@ def test_a_new_placement_sees_the_state_and_chooses_among_candidates(monkeypatch
     (lambda: make_scheduler("lifo"), "unknown scheduler 'lifo'; known: fifo, sia"),
     (lambda: make_placement("worst_fit"), "unknown placement 'worst_fit'; known: best_fit"),
     (lambda: make_scheduler(3), "scheduler must be a name (fifo, sia"),  # more schedulers may follow
-    (lambda: make_placement(None), "placement must be a name (best_fit) or a Placement, got None"),
+    (lambda: make_placement(None), "placement must be a name (best_fit"),  # more placements may follow
     (lambda: make_scheduler("sia", window=0), "sia: window must be a whole number >= 1 (got 0)"),
     (lambda: make_scheduler("fifo", window=3), "scheduler 'fifo' has no parameter 'window'"),
     (lambda: make_scheduler(make_scheduler("sia"), window=3), "parameters window need a scheduler given by name"),

@@ -17,11 +17,20 @@ __all__ = ["PLACEMENTS", "SCHEDULERS", "make_placement", "make_scheduler"]
 SCHEDULERS: dict[str, str] = {
     "fifo": "spotlab.cluster.schedulers.fifo:Fifo",
     "sia": "spotlab.cluster.schedulers.sia:Sia",
+    "fcfs": "spotlab.cluster.schedulers.fifo:Fifo",  # FIFO is strict first come, first served: the same class
+    "easy": "spotlab.cluster.schedulers.easy:EasyBackfill",
+    "sjf": "spotlab.cluster.schedulers.sjf:ShortestJobFirst",
+    "smallest_first": "spotlab.cluster.schedulers.smallest_first:SmallestFirst",
+    "multifactor": "spotlab.cluster.schedulers.multifactor:Multifactor",
+    "f1": "spotlab.cluster.schedulers.f1:F1",
+    "random": "spotlab.cluster.schedulers.random_order:RandomOrder",
     "rl_agent": "spotlab.cluster.schedulers.rl_agent:RLAgent",
 }
 
 PLACEMENTS: dict[str, str] = {
     "best_fit": "spotlab.cluster.placement.best_fit:BestFit",
+    "scored": "spotlab.cluster.placement.scored:ScoredPlacement",
+    "milp": "spotlab.cluster.placement.milp:MilpPlacement",
 }
 
 
