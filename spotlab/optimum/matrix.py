@@ -17,6 +17,7 @@ import pyomo.environ as pe
 from pyomo.repn.plugins.standard_form import LinearStandardFormCompiler
 
 from ..errors import SolverError
+from ..highs import quiet_highs
 
 try:
     import swiglpk as glp
@@ -256,7 +257,7 @@ def solve_highs(form: StandardForm, time_limit: float, mip_gap: float, tee: bool
 
     validate(form)
     started = time.perf_counter()
-    h = highspy.Highs()
+    h = quiet_highs()
     h.setOptionValue("output_flag", bool(tee))
     h.setOptionValue("time_limit", float(time_limit))
     h.setOptionValue("mip_rel_gap", float(mip_gap))

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import SolverError
+from ...highs import quiet_highs
 from .score import TIE, PlacementProblem, stranded
 from .scored import ScoredPlacement
 
@@ -62,7 +63,7 @@ class PlacementMilp:
 
         self.N = -(-n_slots // 8) * 8
         C, N = self.C, self.N
-        h = highspy.Highs()
+        h = quiet_highs()
         for option, value in _OPTIONS.items():
             h.setOptionValue(option, value)
         inf = highspy.kHighsInf
