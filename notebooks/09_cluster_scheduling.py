@@ -61,7 +61,7 @@ import seaborn as sns
 from IPython.display import display
 
 from spotlab.cluster import Cluster
-from spotlab.cotune.experiment import Settings, compare, sensitivity, train_knowledge
+from spotlab.experiments.cotune_cluster import Settings, compare, sensitivity, train_knowledge
 from spotlab.cotune.jobs import fine_tune_jobs, offered_load, scaled, time_scale_for_load
 from spotlab.cotune.workload import trace_workload
 from spotlab.experiments.figures import saver, sweep_result

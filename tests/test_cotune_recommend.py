@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spotlab.cluster import Cluster, Option, SimJob, simulate
-from spotlab.cotune.experiment import Settings, compare, train_knowledge
+from spotlab.experiments.cotune_cluster import Settings, compare, train_knowledge
 from spotlab.cotune.jobs import (fine_tune_jobs, offered_load, outcome, scaled, sim_jobs, time_scale_for_load)
 from spotlab.cotune.knowledge import NoisyKnowledge, OracleKnowledge
 from spotlab.cotune.perf import DEFAULT

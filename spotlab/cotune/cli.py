@@ -107,7 +107,7 @@ def _kv(items: list[str]) -> dict[str, Any]:
 
 
 def cmd_configs(args: argparse.Namespace) -> int:
-    from .experiment import train_knowledge
+    from ..experiments.cotune_cluster import train_knowledge
     from .predict import config_split, evaluate, learning_curve
     from .recommend import Recommender
     from .runs import generate_runs, load_runs
@@ -172,7 +172,7 @@ def cmd_configs(args: argparse.Namespace) -> int:
 
 def cmd_cluster(args: argparse.Namespace) -> int:
     from ..cluster.state import Cluster
-    from .experiment import Settings, compare, train_knowledge
+    from ..experiments.cotune_cluster import Settings, compare, train_knowledge
     from .jobs import fine_tune_jobs, offered_load, scaled, time_scale_for_load
     from .runs import load_runs
     from .workload import trace_workload
