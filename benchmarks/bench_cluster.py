@@ -8,7 +8,8 @@ L40S-48GB at 0.8x that rate; the scheduler's belief ``est_rate`` is the truth ti
 (sigma 0.3), and ``--oom`` of the jobs' first option fails (out of memory). Prints, per policy, the median of
 ``--repeat`` runs of each simulator (alternating, so both see the same machine load) in jobs/second, the ratio
 new/old of those throughputs (> 1: the engine is faster), whether both produced the same tables, and the
-summary of the engine's last run.
+summary of the engine's last run. Each timed run starts from a collected heap: a full garbage collection costs
+about half a run here and otherwise falls on whichever run crosses the collector's threshold, old or new.
 
     python benchmarks/bench_cluster.py [--jobs 10000] [--cluster A100-80GB:16x8,L40S-48GB:32x4]
 """
@@ -16,6 +17,7 @@ summary of the engine's last run.
 from __future__ import annotations
 
 import argparse
+import gc
 import statistics
 import time
 
@@ -84,9 +86,11 @@ def main() -> None:
     for policy in ("fifo", "sia"):
         walls, old_walls = [], []
         for _ in range(args.repeat):
+            gc.collect()
             tic = time.perf_counter()
             res = simulate(cluster, jobs, policy)
             walls.append(time.perf_counter() - tic)
+            gc.collect()
             tic = time.perf_counter()
             old = legacy.simulate(old_cluster, old_jobs, policy)
             old_walls.append(time.perf_counter() - tic)
