@@ -244,7 +244,7 @@ def test_a_scheduler_that_leaves_jobs_waiting_is_an_error_not_a_wrong_table():
 class SmallestFirst(Scheduler):
     """Start the queued job asking for the fewest GPUs (first offered option; ties: queue order) while one fits."""
 
-    name = "smallest_first"
+    name = "example_smallest"
 
     def schedule(self, engine):
         while True:
@@ -256,18 +256,18 @@ class SmallestFirst(Scheduler):
 
 
 def test_a_new_scheduler_is_one_class_and_one_registry_line(monkeypatch):
-    monkeypatch.setitem(SCHEDULERS, "smallest_first", f"{__name__}:SmallestFirst")
+    monkeypatch.setitem(SCHEDULERS, "example_smallest", f"{__name__}:SmallestFirst")
     jobs = [SimJob(0, 0.0, 100.0, (ok("A", 4),)), SimJob(1, 1.0, 100.0, (ok("A", 4),)),
             SimJob(2, 2.0, 100.0, (ok("A", 2),)), SimJob(3, 3.0, 100.0, (ok("A", 1),))]
-    res = simulate(Cluster.parse("A:1x4"), jobs, "smallest_first")
+    res = simulate(Cluster.parse("A:1x4"), jobs, "example_smallest")
     starts = dict(zip(res.jobs["job_id"], res.jobs["start_s"], strict=True))
     assert starts == {0: 0.0, 3: 100.0, 2: 100.0, 1: 200.0}  # the two small jobs jump the 4-GPU one
-    assert res.policy == "smallest_first"
+    assert res.policy == "example_smallest"
     fifo = simulate(Cluster.parse("A:1x4"), jobs, "fifo")
     assert dict(zip(fifo.jobs["job_id"], fifo.jobs["start_s"], strict=True)) == {0: 0.0, 1: 100.0, 2: 200.0, 3: 200.0}
     from spotlab.cotune.cli import SCHEDULERS as cli_choices  # the command line offers it too
 
-    assert "smallest_first" in cli_choices
+    assert "example_smallest" in cli_choices
 
 
 class Leftmost(Placement):
