@@ -78,3 +78,7 @@ class WorkloadError(SpotlabError):
 
 class SweepError(SpotlabError):
     """The sweep cannot start as asked (notebook, grid, output or scheduler)."""
+
+
+class ExperimentError(SpotlabError):
+    """An experiment was asked for with inconsistent or invalid parameters, or its results file is not its own."""

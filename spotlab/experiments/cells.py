@@ -28,13 +28,9 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..errors import SpotlabError
+from ..errors import ExperimentError
 from ..parallel import progress as progress_bar
 from ..parallel import worker_count
-
-
-class ExperimentError(SpotlabError):
-    """An experiment was asked for with inconsistent or invalid parameters, or its results file is not its own."""
 
 
 def json_default(x: Any) -> Any:
