@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from spotlab.cluster import Cluster, Option, SimJob, simulate
-from spotlab.cotune.workload import resampled_workload
+from spotlab.cluster.alibaba_philly_workload import resampled_workload
 
 WORK_PER_S = 1000.0  # work units (tokens) per second of a job's A100 runtime: scale only
 

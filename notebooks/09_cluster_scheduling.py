@@ -63,7 +63,7 @@ from IPython.display import display
 from spotlab.cluster import Cluster
 from spotlab.experiments.cotune_cluster import Settings, compare, sensitivity, train_knowledge
 from spotlab.cotune.jobs import fine_tune_jobs, offered_load, scaled, time_scale_for_load
-from spotlab.cotune.workload import trace_workload
+from spotlab.cluster.alibaba_philly_workload import trace_workload
 from spotlab.experiments.figures import saver, sweep_result
 from spotlab.experiments.outputs import CLUSTER_SCHEDULING as OUT
 from spotlab.experiments.published import COTUNE_JCT_CHANGE as SEED_CLAIMS  # the seed's numbers

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spotlab.cluster import Cluster, ClusterError, NodePool, Option, SimJob, simulate
-from spotlab.cotune.workload import (
+from spotlab.cluster.alibaba_philly_workload import (
     ALIBABA_PODS,
     PHILLY_RUNTIMES,
     WorkloadError,

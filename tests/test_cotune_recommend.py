@@ -19,7 +19,7 @@ from spotlab.cotune.knowledge import NoisyKnowledge, OracleKnowledge
 from spotlab.cotune.perf import DEFAULT
 from spotlab.cotune.recommend import Recommender, rank
 from spotlab.cotune.space import VALUES, ConfigError, enumerate_space, rule_violations, space_frame
-from spotlab.cotune.workload import TraceJob
+from spotlab.cluster.alibaba_philly_workload import TraceJob
 from spotlab.job import Throughput
 
 CLUSTER = Cluster.parse("A100-80GB:2x8,L40S-48GB:4x4")

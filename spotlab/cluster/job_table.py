@@ -257,7 +257,7 @@ def _gpw(path: Path, df: pd.DataFrame) -> _Part:
 
 
 def _openb(path: Path, df: pd.DataFrame) -> _Part:
-    from ..cotune.workload import observed_start
+    from .alibaba_philly_workload import observed_start
 
     ids = _strings(df, "name")
     _fail(path, "name", ids == "", df["name"], "empty pod name")
@@ -273,7 +273,7 @@ def _openb(path: Path, df: pd.DataFrame) -> _Part:
     _fail(path, "deletion_time", run < 0, df["deletion_time"], "deletion before scheduled_time")
     dropped: dict[str, int] = {}
     keep = _gpu_jobs(gpus, dropped)
-    # Before the first GPU pod that ended, the trace holds only pods alive at its cut (cotune.workload).
+    # Before the first GPU pod that ended, the trace holds only pods alive at its cut (alibaba_philly_workload).
     start = observed_start(pd.DataFrame({"creation_time": created[keep], "pod_phase": phase[keep]}))
     early = keep & (created < start)
     if early.any():

@@ -175,7 +175,7 @@ def cmd_cluster(args: argparse.Namespace) -> int:
     from ..experiments.cotune_cluster import Settings, compare, train_knowledge
     from .jobs import fine_tune_jobs, offered_load, scaled, time_scale_for_load
     from .runs import load_runs
-    from .workload import trace_workload
+    from ..cluster.alibaba_philly_workload import trace_workload
 
     if args.results and Path(args.results).is_dir():
         raise _config_error(f"--results {args.results} is a folder; give a CSV file name, e.g. "

@@ -1,7 +1,7 @@
 """Fine-tuning jobs on a shared GPU cluster, and how each configuration source decides how to run them.
 
 A job of the cluster experiment takes its arrival time and requested GPU count from an Alibaba GPU pod and its
-runtime from a Philly job (`spotlab.cotune.workload.TraceJob`). What the traces do not have is drawn (seeded):
+runtime from a Philly job (`spotlab.cluster.alibaba_philly_workload.TraceJob`). What the traces do not have is drawn (seeded):
 the fine-tuning job itself — model, method, tokens per sample and batch size, uniformly among the combinations
 that can run somewhere on the cluster's GPU types. Its work (dataset tokens) is the Philly runtime times the
 throughput of its best configuration, so the trace's runtime is how long the job takes when well configured.
@@ -43,7 +43,7 @@ from .knowledge import Knowledge, OracleKnowledge
 from .perf import DEFAULT, PerfModel
 from .recommend import rank
 from .space import PARAMETERS, VALUES, ConfigError, enumerate_space, rule_violations, space_frame
-from .workload import TraceJob
+from ..cluster.alibaba_philly_workload import TraceJob
 
 __all__ = ["JOB_PARAMETERS", "FREE_PARAMETERS", "FineTuneJob", "fine_tune_jobs", "sim_jobs", "SOURCES",
            "outcome", "offered_load", "time_scale_for_load", "scaled"]
