@@ -39,7 +39,7 @@ lab: setup
 	$(VENV)/bin/jupyter lab --ServerApp.root_dir=.
 
 reproduce: setup
-	$(PY) -m spotlab.reproduce --out paper_figures --build build $(if $(filter 1,$(QUICK)),--quick,)
+	$(PY) -m spotlab.reproduce --out paper_figures --build build --jobs $(JOBS) $(if $(filter 1,$(QUICK)),--quick,)
 
 test: setup
 	$(PY) -m pytest -q -n $(JOBS) -p no:cacheprovider

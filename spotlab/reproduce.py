@@ -14,6 +14,7 @@ import hashlib
 import json
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from .notebook_exec import ROOT, kernel_manager_logging_to
@@ -108,6 +109,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", nargs="*", help="notebook name prefixes to run (default: all)")
     ap.add_argument("--force", action="store_true", help="re-run notebooks that already ran")
     ap.add_argument("--no-html", action="store_true", help="do not write an HTML page of each executed notebook")
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="notebooks executed at once, each in its own kernel (default 1; 2 on 2 cores shortens "
+                         "--quick, where kernel start-up and plotting leave cores idle)")
     ap.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                     help="progress bars on stderr (default: when stderr is a terminal)")
     args = ap.parse_args(argv)
@@ -138,17 +142,43 @@ def _reproduce(args: argparse.Namespace) -> int:
     log = []
     started = time.perf_counter()
     html_dir = None if args.no_html else out_dir  # next to the figures and the claims report
-    for src in tqdm(sources, desc="notebooks", unit="nb", disable=None if args.progress is None else not args.progress,
-                    file=sys.stderr):
-        try:
-            log.append(run_notebook(src, build, out_dir, args.quick, force=args.force, progress=args.progress,
-                                    html_dir=html_dir))
-        except Exception as exc:  # report which notebook failed and where its output is
-            if getattr(exc, "ename", None) == "KeyboardInterrupt":  # Ctrl-C reached the kernel first
-                raise KeyboardInterrupt from None
-            print(f"spotlab: error: notebook {src.name} failed: {type(exc).__name__}: {str(exc)[:2000]}\n"
-                  f"  the partially executed copy is in {build / 'executed' / (src.stem + '.ipynb')}", file=sys.stderr)
-            return 1
+    if args.jobs < 1:
+        print(f"spotlab: error: --jobs must be >= 1, got {args.jobs}", file=sys.stderr)
+        return 2
+    bar = tqdm(total=len(sources), desc="notebooks", unit="nb", file=sys.stderr,
+               disable=None if args.progress is None else not args.progress)
+    cell_bars = args.progress if args.jobs == 1 else False  # one cell bar at a time on a terminal
+
+    def one(src: Path) -> dict:
+        return run_notebook(src, build, out_dir, args.quick, force=args.force, progress=cell_bars, html_dir=html_dir)
+
+    failed = None
+    pool = ThreadPoolExecutor(max_workers=args.jobs)  # threads: each notebook runs in its own kernel process
+    futures = {pool.submit(one, src): src for src in sources}
+    try:
+        for fut in as_completed(futures):
+            src = futures[fut]
+            try:
+                log.append(fut.result())
+            except Exception as exc:  # report which notebook failed and where its output is
+                if getattr(exc, "ename", None) == "KeyboardInterrupt":  # Ctrl-C reached the kernel first
+                    raise KeyboardInterrupt from None
+                if failed is None:
+                    failed = (src, exc)
+                    for other in futures:
+                        other.cancel()  # nothing new starts; the ones running finish
+            bar.update(1)
+    except KeyboardInterrupt:
+        pool.shutdown(wait=False, cancel_futures=True)  # the caller stops the kernels
+        raise
+    pool.shutdown(wait=True)
+    bar.close()
+    if failed is not None:
+        src, exc = failed
+        print(f"spotlab: error: notebook {src.name} failed: {type(exc).__name__}: {str(exc)[:2000]}\n"
+              f"  the partially executed copy is in {build / 'executed' / (src.stem + '.ipynb')}", file=sys.stderr)
+        return 1
+    log.sort(key=lambda r: r["notebook"])
     total = time.perf_counter() - started
     (out_dir / "reproduce_log.json").write_text(json.dumps(_merged_log(out_dir / "reproduce_log.json", args.quick,
                                                                        total, log), indent=2))

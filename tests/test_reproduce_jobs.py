@@ -1,0 +1,49 @@
+"""`spotlab.reproduce --jobs 2` runs notebooks side by side, each in its own kernel, and reports a failing one by
+name with a non-zero exit; the others' outputs are kept."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+NOTEBOOK = """# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#   kernelspec: {{display_name: Python 3, language: python, name: python3}}
+# ---
+
+# %% tags=["parameters"]
+out_dir = "."
+quick = False
+
+# %%
+from pathlib import Path
+{body}
+Path(out_dir, "{name}.txt").write_text("{name}")
+"""
+
+
+def _write(folder: Path, name: str, body: str = "") -> None:
+    (folder / f"{name}.py").write_text(NOTEBOOK.format(name=name, body=body))
+
+
+def test_two_notebooks_at_once(tmp_path):
+    nbs = tmp_path / "nbs"
+    nbs.mkdir()
+    for name in ("01_a", "02_b", "03_c"):
+        _write(nbs, name)
+    cmd = [sys.executable, "-m", "spotlab.reproduce", "--notebooks", str(nbs), "--out", str(tmp_path / "out"),
+           "--build", str(tmp_path / "build"), "--quick", "--jobs", "2", "--no-html", "--no-progress"]
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert sorted(p.name for p in (tmp_path / "out").glob("*.txt")) == ["01_a.txt", "02_b.txt", "03_c.txt"]
+    log = json.loads((tmp_path / "out" / "reproduce_log.json").read_text())
+    assert [r["notebook"] for r in log["notebooks"]] == ["01_a", "02_b", "03_c"]
+
+    _write(nbs, "04_bad", body="raise ValueError('broken on purpose')")
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 1
+    assert "notebook 04_bad.py failed" in run.stderr and "broken on purpose" in run.stderr
