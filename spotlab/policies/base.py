@@ -102,18 +102,17 @@ def check_action(name: str, action, W: int, t: int, job: Job, active: np.ndarray
     except (TypeError, ValueError):
         raise PolicyError(f"policy {name!r} must return (on_demand, spot) or (on_demand, spot, stop) at slot {t}, "
                           f"got {type(action).__name__}") from None
-    try:
-        o = np.broadcast_to(np.asarray(o), (W,))
-        s = np.broadcast_to(np.asarray(s), (W,))
-        stop = np.broadcast_to(np.asarray(rest[0], dtype=bool), (W,)) if rest else np.zeros(W, dtype=bool)
-    except ValueError:
-        raise PolicyError(f"policy {name!r} returned actions of the wrong shape at slot {t} (need {W} windows)") from None
-    for label, v in (("on-demand", o), ("spot", s)):
-        if not np.issubdtype(v.dtype, np.integer):
-            if np.any(~np.isfinite(v)) or np.any(v != np.round(v)):
-                raise PolicyError(f"policy {name!r} returned a non-integer {label} GPU count at slot {t}")
-    o = o.astype(np.int64)
-    s = s.astype(np.int64)
+    if rest:
+        stop = rest[0]
+        if not (type(stop) is np.ndarray and stop.dtype == np.bool_ and stop.shape == (W,)):
+            try:
+                stop = np.broadcast_to(np.asarray(stop, dtype=bool), (W,))
+            except ValueError:
+                raise PolicyError(f"policy {name!r} returned a stop array of the wrong shape at slot {t} "
+                                  f"(need {W} windows)") from None
+    else:
+        stop = np.zeros(W, dtype=bool)
+    o, s = _counts(name, o, "on-demand", W, t), _counts(name, s, "spot", W, t)
     bad = active & ((o < 0) | (s < 0) | (o + s > job.n_max))
     if bad.any():
         w = int(np.flatnonzero(bad)[0])
@@ -122,6 +121,21 @@ def check_action(name: str, action, W: int, t: int, job: Job, active: np.ndarray
             f"allowed: 0..{job.n_max} in total"
         )
     return o, s, stop
+
+
+def _counts(name: str, v, label: str, W: int, t: int) -> np.ndarray:
+    """GPU counts as an int64 array of shape (W,); arrays that already are one pass through untouched (the
+    safety net's output is checked twice per slot: by the net and by the engine)."""
+    if type(v) is np.ndarray and v.dtype == np.int64 and v.shape == (W,):
+        return v
+    try:
+        v = np.broadcast_to(np.asarray(v), (W,))
+    except ValueError:
+        raise PolicyError(f"policy {name!r} returned actions of the wrong shape at slot {t} (need {W} windows)") from None
+    if not np.issubdtype(v.dtype, np.integer):
+        if np.any(~np.isfinite(v)) or np.any(v != np.round(v)):
+            raise PolicyError(f"policy {name!r} returned a non-integer {label} GPU count at slot {t}")
+    return v.astype(np.int64)
 
 
 # --------------------------------------------------------------------------- deadline arithmetic
