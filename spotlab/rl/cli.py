@@ -38,7 +38,7 @@ def add_parsers(sub: Any, finite: Any, positive_int: Any, progress_option: Any) 
                    help="seed of the trace's pool assignment (0); keep it when comparing training seeds")
     t.add_argument("--slots", type=positive_int, default=TRAIN_DEFAULTS["slots"],
                    help="queued jobs the agent sees and chooses among (128)")
-    t.add_argument("--score", choices=["slowdown", "wait", "jct", "utilisation"], default="slowdown",
+    t.add_argument("--score", choices=["bsld", "wait", "jct", "utilisation"], default="bsld",
                    help="job score of the reward (default: bounded slowdown)")
     t.add_argument("--baseline", default="fifo", help="heuristic scheduler the reward compares with (fifo)")
     t.add_argument("--placement", default="best_fit", help="placement of started jobs (best_fit)")

@@ -50,7 +50,7 @@ class SchedulingEnv(gym.Env):
 
     metadata = {"render_modes": []}
 
-    def __init__(self, windows: Sequence[Window], *, slots: int = 128, score: str = "slowdown",
+    def __init__(self, windows: Sequence[Window], *, slots: int = 128, score: str = "bsld",
                  baseline: str = "fifo", placement: str = "best_fit", horizon_s: float = HORIZON_S,
                  reward_floor: float | None = -1.0, cache: MutableMapping | None = None) -> None:
         windows = tuple(windows)

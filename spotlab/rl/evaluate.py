@@ -31,10 +31,17 @@ NOT_HEURISTICS = {AGENT, "sia"}  # sia is CoTune's throughput-aware policy: ever
 
 
 def heuristics() -> list[str]:
-    """The registered heuristic schedulers (every registered scheduler but the agent and CoTune's sia)."""
+    """The registered heuristic schedulers: every registered scheduler but the agent and CoTune's sia, each class
+    once (``fcfs`` and ``fifo`` name the same one)."""
     from ..cluster.registry import SCHEDULERS
 
-    return [name for name in SCHEDULERS if name not in NOT_HEURISTICS]
+    seen: set[str] = set()
+    out = []
+    for name, target in SCHEDULERS.items():
+        if name not in NOT_HEURISTICS and target not in seen:
+            seen.add(target)
+            out.append(name)
+    return out
 
 
 def run_windows(windows: Sequence[Window], schedulers: Sequence[Any], placement: str = "best_fit",
@@ -49,7 +56,7 @@ def run_windows(windows: Sequence[Window], schedulers: Sequence[Any], placement:
         for name, sched in zip(names, schedulers):
             sc = scores(simulate(w.cluster, w.jobs, scheduler=sched, placement=placement))
             rows.append({"split": w.split, "window": w.index, "scheduler": name, "placement": str(placement),
-                         "wait_h": sc["wait"] / 3600, "jct_h": sc["jct"] / 3600, "slowdown": sc["slowdown"],
+                         "wait_h": sc["wait"] / 3600, "jct_h": sc["jct"] / 3600, "slowdown": sc["bsld"],
                          "utilisation": sc["utilisation"]})
     return pd.DataFrame(rows)
 

@@ -3,12 +3,9 @@
 A `Workload` names everything that decides the jobs: a cluster preset, a job trace, the offered load and the
 share of multi-GPU jobs the trace is brought to (`spotlab.cluster.presets.cluster_jobs`), the window size and
 the seed of the pool assignment. `windows` cuts the trace by time into train / validation / test windows that
-never overlap (`spotlab.cluster.job_table.job_windows`) and turns each into `SimJob`s:
-
-- a job runs on one option, its pool's GPU type and the trace's GPU count, at rate 1, so its run time is the
-  trace's duration (durations under `MIN_RUN_S` are raised to it: the engine needs work > 0);
-- arrival times are relative to the window's first submission (each episode starts on an empty cluster);
-- job ids are the job's row in the trace table, unique across windows.
+never overlap (`spotlab.cluster.job_table.job_windows`) and turns each into engine jobs with
+`spotlab.cluster.trace_jobs.trace_jobs` (one option: the trace's GPU count on its pool's GPU type, running for
+the trace's duration). Each episode starts on an empty cluster at the window's first arrival.
 
 A job no pool of the preset can ever hold is an error by default (a trace that does not fit the cluster is
 usually a mistake); ``drop_unplaceable=True`` leaves such jobs out before the windows are cut and counts them,
@@ -22,12 +19,11 @@ from typing import Mapping
 
 import numpy as np
 
+from ..cluster.state import Cluster, SimJob
 from ..errors import JobTableError
-from ..cluster.state import Cluster, Option, SimJob
 
-__all__ = ["MIN_RUN_S", "SPLITS", "Window", "Workload", "windows"]
+__all__ = ["SPLITS", "Window", "Workload", "windows"]
 
-MIN_RUN_S = 1.0
 SPLITS = ("train", "validation", "test")
 
 
@@ -77,6 +73,7 @@ def windows(workload: Workload, *, root: object = None, download: bool = True) -
     """The workload's windows per split (`SPLITS`), in time order; errors are one-line `SpotlabError`s."""
     from ..cluster.job_table import job_table, job_windows
     from ..cluster.presets import cluster_jobs, preset, unplaceable_jobs
+    from ..cluster.trace_jobs import trace_jobs
 
     cluster = preset(workload.preset, root=root, download=download)
     table = job_table(workload.trace, seed=workload.seed, root=root, download=download)
@@ -94,21 +91,10 @@ def windows(workload: Workload, *, root: object = None, download: bool = True) -
         table = table[~bad].reset_index(drop=True)
         table.attrs = attrs
     cut = job_windows(table, size=int(workload.size), split=SPLITS, fractions=workload.fractions)
-    pools = cluster.pools
     out: dict[str, list[Window]] = {}
     for split, frames in cut.items():
-        wins = []
-        for frame in frames:
-            rows0 = int(frame.attrs["window"]["rows"][0])
-            t0 = float(frame["submit_time_s"].iloc[0])
-            submit = frame["submit_time_s"].to_numpy(dtype=float) - t0
-            run = np.maximum(frame["duration_s"].to_numpy(dtype=float), MIN_RUN_S)
-            gpus = frame["num_gpus"].to_numpy(dtype=np.int64)
-            pool = frame["pool"].to_numpy(dtype=np.int64)
-            jobs = tuple(SimJob(rows0 + i, float(submit[i]), float(run[i]),
-                                (Option(pools[pool[i]].gpu, int(gpus[i]), 1.0, 1.0, False),))
-                         for i in range(len(frame)))
-            wins.append(Window(split, int(frame.attrs["window"]["index"]), cluster, jobs, t0,
-                               {"rows": tuple(frame.attrs["window"]["rows"])}))
-        out[split] = wins
+        out[split] = [Window(split, int(f.attrs["window"]["index"]), cluster, trace_jobs(f, cluster),
+                             float(f["submit_time_s"].iloc[0]),
+                             {"rows": tuple(f.attrs["window"]["rows"]), "unplaceable_in_trace": int(bad.sum())})
+                      for f in frames]
     return out
