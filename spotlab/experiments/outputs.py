@@ -122,6 +122,7 @@ DECLARED_IN = {
     "07": ("spotlab.experiments.comparison", "MAIN"),
     "08": ("spotlab.experiments.outputs", "CONFIG_PREDICTION"),
     "09": ("spotlab.experiments.outputs", "CLUSTER_SCHEDULING"),
+    "10": ("spotlab.experiments.rl_scheduling", "OUTPUTS"),
 }
 
 
