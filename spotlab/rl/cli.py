@@ -73,6 +73,18 @@ def _workload_options(p: argparse.ArgumentParser, finite: Any, positive_int: Any
                    help="jobs per episode (256)")
     p.add_argument("--drop-unplaceable", action="store_true",
                    help="leave out jobs no pool of the preset can hold (default: an error)")
+    p.add_argument("--split-fractions", type=_fractions, default=(0.6, 0.2, 0.2),
+                   help="shares of the trace, in time order, for training, validation and test (0.6,0.2,0.2)")
+
+
+def _fractions(text: str) -> tuple[float, float, float]:
+    try:
+        parts = tuple(float(t) for t in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected three shares such as 0.6,0.2,0.2, got {text!r}") from None
+    if len(parts) != 3 or min(parts) <= 0 or abs(sum(parts) - 1) > 1e-9:
+        raise argparse.ArgumentTypeError(f"expected three shares > 0 that sum to 1, got {text!r}")
+    return parts
 
 
 def _check_preset(name: str) -> None:
@@ -94,7 +106,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     if args.multi_gpu_share is not None and args.multi_gpu_share > 1:
         raise RLError(f"--multi-gpu-share must be in [0, 1], got {args.multi_gpu_share:g}")
     workload = Workload(preset=args.preset, trace=args.trace, load=args.load, multi_gpu_share=args.multi_gpu_share,
-                        size=args.window_size, seed=args.workload_seed, drop_unplaceable=args.drop_unplaceable)
+                        size=args.window_size, seed=args.workload_seed, drop_unplaceable=args.drop_unplaceable,
+                        fractions=args.split_fractions)
     settings = TrainSettings(workload=workload, slots=args.slots, score=args.score, baseline=args.baseline,
                              placement=args.placement, seed=args.seed, imitation=args.imitation)
     _check_names(args.baseline, args.placement)
@@ -141,9 +154,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         return 0
     print(f"{args.windows} held-out {args.split} windows of {ev.workload.size} jobs, {args.trace} on {args.preset}"
           " (mean [95% interval])")
-    print(f"{'scheduler':12s}" + "".join(f"{m:>28s}" for m in METRICS))
+    print(f"{'scheduler':16s}" + "".join(f"{m:>28s}" for m in METRICS))
     for name, row in ev.summary["schedulers"].items():
-        print(f"{name:12s}" + "".join(f"{_fmt(row[m]):>28s}" for m in METRICS))
+        print(f"{name:16s}" + "".join(f"{_fmt(row[m]):>28s}" for m in METRICS))
     for key, label in (("agent_vs_fcfs", "agent vs FCFS"), ("agent_vs_best", "agent vs best heuristic")):
         parts = [f"{m} {v['change']:+.1%} [{v['low']:+.1%}, {v['high']:+.1%}] ({v['scheduler']})"
                  for m, v in ev.summary[key].items()]
