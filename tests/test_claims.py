@@ -58,8 +58,25 @@ def _selection(path, rounds=270, slope=0.31):
 
 def test_missing_files_are_not_run(tmp_path):
     got = claims.evaluate(tmp_path)
-    assert [c.id for c in got] == ["1", "2", "2m", "3", "4", "5", "6", "7", "7m", "8", "8b", "C1", "C2"]
+    assert [c.id for c in got] == ["1", "2", "2m", "3", "4", "5", "6", "7", "7m", "8", "8b", "C1", "C2",
+                                   "R1", "R2", "R3"]
     assert {c.verdict for c in got} == {"not run"}
+
+
+def test_rl_claims_compare_against_fcfs_and_report_the_best_heuristic(tmp_path):
+    from spotlab.experiments.rl_scheduling import OUTPUTS as RL
+
+    rows = [{"metric": "utilisation", "against": "fcfs", "ours_up_to": 0.25, "low": 0.2, "high": 0.3,
+             "preset": "helios", "scheduler": "fifo", "published_up_to": 0.2, "holds": True},
+            {"metric": "utilisation", "against": "best", "ours_up_to": -0.01, "low": -0.02, "high": 0.0,
+             "preset": "helios", "scheduler": "easy", "published_up_to": 0.2, "holds": False},
+            {"metric": "wait_h", "against": "fcfs", "ours_up_to": -0.5, "low": -0.6, "high": -0.4,
+             "preset": "philly", "scheduler": "fifo", "published_up_to": -0.81, "holds": False}]
+    pd.DataFrame(rows).to_csv(tmp_path / RL.seed_claims.csv, index=False)
+    got = {c.id: c for c in claims.evaluate(tmp_path) if c.id.startswith("R")}
+    assert got["R1"].verdict == "holds" and "+25.0%" in got["R1"].ours and "easy" in got["R1"].ours
+    assert got["R2"].verdict == "deviates" and "-50.0%" in got["R2"].ours
+    assert got["R3"].verdict == "cannot compare"  # no jct rows in the file
 
 
 def test_throughput_holds_and_deviates(tmp_path):
@@ -154,7 +171,7 @@ def test_write_report(tmp_path):
     assert "[00_throughput_vs_gpus.png](00_throughput_vs_gpus.png)" in text
     assert "![" in text and "**deviates**" in text and "**not run**" in text
     rows = [ln for ln in text.splitlines() if ln.startswith("| ") and "**" in ln]
-    assert len(rows) == 13 and all(ln.count(" | ") == 4 for ln in rows)
+    assert len(rows) == len(claims.CLAIMS) == 16 and all(ln.count(" | ") == 4 for ln in rows)
 
 
 def test_write_report_reads_log_and_full_mode(tmp_path):
@@ -185,7 +202,7 @@ def test_reproduce_writes_the_report(tmp_path, monkeypatch):
 def test_every_claim_survives_garbage(tmp_path, fn):
     for name in ("00_fits.csv", "02_best_models.csv", "03_key_numbers.csv", "04_utility_table.csv",
                  "05_best_cells.csv", "05_utility_heatmap.csv", "07_improvement.csv", "01b_crosscheck.csv",
-                 "08_key_numbers.csv", "09_jct_by_source.csv", "01c_leaderboard.csv"):
+                 "08_key_numbers.csv", "09_jct_by_source.csv", "01c_leaderboard.csv", "10_seed_claims.csv"):
         (tmp_path / name).write_text("a,b\n1,2\n")
     (tmp_path / "06_selection_summary.json").write_text("[1, 2")
     assert fn(tmp_path).verdict == "cannot compare"

@@ -2,9 +2,9 @@
 
 Each experiments module declares what its notebook writes (`cant_be_late.OUTPUTS`, `horizon.MOTIVATION`,
 ...); the notebook saves under those names and `spotlab.claims` reads by the same names, so renaming a file
-cannot leave a claim reading a file that nobody writes. The notebooks whose computation lives outside
-`spotlab.experiments` (00: `spotlab.profiles`, 01: `experiments.market_stats`, 08 and 09: `spotlab.cotune`) are
-declared here. `tests/test_claims.py` checks both directions.
+cannot leave a claim reading a file that nobody writes. The outputs of notebooks 00 (`spotlab.profiles`),
+01 (`experiments.market_stats`), 08 (`spotlab.cotune`) and 09 (`experiments.cotune_cluster`) are declared
+here. `tests/test_claims.py` checks both directions.
 
     OUT = declare("03", motivation_jobs="csv", setup="json", paired_vs_a2=FIGURE)
     OUT.motivation_jobs.csv   # '03_motivation_jobs.csv'
