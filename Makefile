@@ -51,6 +51,8 @@ bench: setup
 	$(PY) benchmarks/bench_predict.py
 	$(PY) benchmarks/bench_cluster.py
 	$(PY) benchmarks/bench_sweep.py
+	$(PY) benchmarks/bench_placement.py
+	$(PY) benchmarks/bench_rl.py
 
 clean:
 	rm -rf build .pytest_cache .hypothesis
