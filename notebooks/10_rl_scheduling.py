@@ -263,5 +263,5 @@ print(f"notebook 10 took {time.perf_counter() - tic:.0f} s")
 # within their 95% intervals). The agent cannot express EASY: a job it waits for blocks every other start. Seeds
 # differ, and the agent of the first seed with the MILP placement had a lower slowdown than EASY on Helios and
 # Alibaba; an agent trained on Helios transferred best. Utilisation barely moves: with non-preemptive jobs lasting
-# days, a window's makespan is set by its longest jobs. `paper_figures/README.md` puts these numbers next to the
-# seed's.
+# days, a window's makespan is set by its longest jobs. The seed-claims table above (`seed_claims` output) puts
+# our numbers next to the seed's.
