@@ -72,10 +72,22 @@ def test_fcfs_through_the_environment_is_the_engines_fifo(seed, n, slots):
 
 
 @settings(max_examples=25, deadline=None, derandomize=True)
-@given(seed=st.integers(0, 10_000), n=st.integers(2, 60), policy_seed=st.integers(0, 100))
-def test_masks_never_empty_while_work_remains(seed, n, policy_seed):
+@given(seed=st.integers(0, 10_000), n=st.integers(2, 60))
+def test_fcfs_with_backfilling_through_the_environment_is_the_engines_easy(seed, n):
+    """With backfill=True, always choosing the head gives exactly the engine's EASY backfilling start times."""
+    window = synthetic_window(seed, n)
+    env = SchedulingEnv([window], slots=128, backfill=True)
+    run_rule(env, 0, teacher("fcfs"))
+    mine = env.engine.result("env").jobs
+    ref = simulate(window.cluster, window.jobs, scheduler="easy").jobs
+    np.testing.assert_array_equal(mine["start_s"].to_numpy(), ref["start_s"].to_numpy())
+
+
+@settings(max_examples=25, deadline=None, derandomize=True)
+@given(seed=st.integers(0, 10_000), n=st.integers(2, 60), policy_seed=st.integers(0, 100), backfill=st.booleans())
+def test_masks_never_empty_while_work_remains(seed, n, policy_seed, backfill):
     """Any legal choices: every observation is in [0, 1], every mask has a legal slot, every job ends."""
-    env = SchedulingEnv([synthetic_window(seed, n)], slots=8)
+    env = SchedulingEnv([synthetic_window(seed, n)], slots=8, backfill=backfill)
     rng = np.random.default_rng(policy_seed)
     obs, _ = env.reset(options={"window": 0})
     done = False

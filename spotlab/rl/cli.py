@@ -42,6 +42,8 @@ def add_parsers(sub: Any, finite: Any, positive_int: Any, progress_option: Any) 
                    help="job score of the reward (default: bounded slowdown)")
     t.add_argument("--baseline", default="fifo", help="heuristic scheduler the reward compares with (fifo)")
     t.add_argument("--placement", default="best_fit", help="placement of started jobs (best_fit)")
+    t.add_argument("--backfill", action="store_true",
+                   help="a job the agent waits for holds an EASY reservation; the others backfill around it")
     t.add_argument("--imitation", choices=["fcfs", "first_fit", "smallest"],
                    help="warm start: first imitate this rule on the training windows")
     progress_option(t)
@@ -109,7 +111,8 @@ def cmd_train(args: argparse.Namespace) -> int:
                         size=args.window_size, seed=args.workload_seed, drop_unplaceable=args.drop_unplaceable,
                         fractions=args.split_fractions)
     settings = TrainSettings(workload=workload, slots=args.slots, score=args.score, baseline=args.baseline,
-                             placement=args.placement, seed=args.seed, imitation=args.imitation)
+                             placement=args.placement, seed=args.seed, imitation=args.imitation,
+                             backfill=args.backfill)
     _check_names(args.baseline, args.placement)
     minutes = args.minutes if args.minutes is not None or args.timesteps is not None else 5.0
     result = train(settings, args.out, timesteps=args.timesteps, minutes=minutes, progress=_progress(args))

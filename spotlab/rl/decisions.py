@@ -14,10 +14,18 @@ At a scheduling point (after each batch of same-time events, as for every schedu
    decision: the agent may hold out for a job that does not fit yet.)
 4. otherwise the agent chooses one of the first ``slots`` queued jobs (every real queued job is a legal action;
    padding slots are masked): it starts now on the first of its options that fits, else it is reserved (rule 1).
+
+With ``backfill=True`` a reservation is EASY's (Lifka 1995) for the chosen job instead of a block: while it
+waits, the other jobs among the first ``slots`` start, in queue order, when they fit now and do not delay it
+(they end before the earliest time the running jobs' true ends leave room for it, or it still fits then beside
+them). Choosing the head at every decision is then exactly the engine's ``easy`` scheduler, as choosing it without
+backfill is ``fifo``; the agent decides which job holds the reservation.
 """
 
 from __future__ import annotations
 
+import math
+from itertools import islice
 from typing import TYPE_CHECKING
 
 from ..errors import ClusterError
@@ -26,7 +34,7 @@ if TYPE_CHECKING:
     from ..cluster.engine import Engine
     from ..cluster.state import Fit
 
-__all__ = ["Decider", "first_fit"]
+__all__ = ["Decider", "backfill_around", "first_fit"]
 
 
 def first_fit(engine: Engine, job: int) -> tuple[int, Fit] | None:
@@ -39,13 +47,61 @@ def first_fit(engine: Engine, job: int) -> tuple[int, Fit] | None:
     return None
 
 
+def _fits_in(engine: Engine, free, job: int) -> bool:
+    """Whether an offered option of ``job`` has room in ``free`` (a state holding only GPUs) under the placement."""
+    options, place, places = engine.jobs[job].options, engine.placement, engine.admission.places[job]
+    return any(place.candidates(free, pi, options[oi].gpus)
+               for oi in engine.state.offered[job] for pi in places.get(oi, ()))
+
+
+def backfill_around(engine: Engine, job: int, window: int) -> None:
+    """Start the queued jobs among the first ``window`` (``job`` aside) that fit now and do not delay ``job``'s
+    earliest start given the running jobs' true ends (EASY backfilling with ``job`` holding the reservation)."""
+    from ..cluster.schedulers.priority import runtime
+    from ..cluster.state import ClusterState
+
+    st = engine.state
+    shadow = ClusterState(st.cluster, (), ())  # only the running jobs' GPUs: what frees up, and when
+    for a in st.running.values():
+        shadow.move(a.pool, a.alloc, -1)
+    until = st.now
+    if not _fits_in(engine, shadow, job):
+        until = math.inf
+        ends = sorted((a.end, j) for j, a in st.running.items())
+        for k, (t, j) in enumerate(ends):
+            a = st.running[j]
+            shadow.move(a.pool, a.alloc, +1)
+            if (k + 1 == len(ends) or ends[k + 1][0] != t) and _fits_in(engine, shadow, job):
+                until = t
+                break
+    for j in list(islice(st.queue, window)):
+        if j == job:
+            continue
+        jb = engine.jobs[j]
+        for oi in st.offered[j]:
+            fit = engine.fits(j, oi)
+            if fit is None:
+                continue
+            o = jb.options[oi]
+            if st.now + (engine.fail_after_s if o.fails else runtime(jb, o)) <= until:
+                engine.start(j, oi, fit)
+                break
+            shadow.move(fit[0], fit[1], -1)  # still running then: does the reserved job fit beside it?
+            if _fits_in(engine, shadow, job):
+                engine.start(j, oi, fit)
+                break
+            shadow.move(fit[0], fit[1], +1)
+        if not st.total_free:
+            return
+
+
 class Decider:
     """Applies the rules of the module doc to one engine run; ``slots`` is how many queued jobs the agent sees."""
 
-    __slots__ = ("engine", "slots", "reserved")
+    __slots__ = ("engine", "slots", "reserved", "backfill")
 
-    def __init__(self, engine: Engine, slots: int) -> None:
-        self.engine, self.slots = engine, int(slots)
+    def __init__(self, engine: Engine, slots: int, backfill: bool = False) -> None:
+        self.engine, self.slots, self.backfill = engine, int(slots), bool(backfill)
         self.reserved: int | None = None
 
     def settle(self) -> tuple[int, ...] | None:
@@ -57,6 +113,8 @@ class Decider:
             if self.reserved is not None:
                 hit = first_fit(engine, self.reserved)
                 if hit is None:
+                    if self.backfill and engine.state.total_free:
+                        backfill_around(engine, self.reserved, self.slots)
                     return None
                 engine.start(self.reserved, *hit)
                 self.reserved = None

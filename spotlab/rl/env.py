@@ -13,7 +13,8 @@ floor); the baseline's result is computed once per window and kept in ``cache``.
 A window in which the agent never has a choice is one step with only slot 0 legal, whose action changes
 nothing. An action outside the mask (a caller that ignores masks) is read as slot 0, the head of the queue, and
 flagged in ``info["invalid_action"]``. ``reset(seed=...)`` seeds the draw of windows (uniform over ``windows``);
-``reset(options={"window": i})`` replays window ``i``.
+``reset(options={"window": i})`` replays window ``i``. ``backfill=True``: a job the agent waits for holds an EASY
+reservation and the others backfill around it (`spotlab.rl.decisions`).
 """
 
 from __future__ import annotations
@@ -52,7 +53,8 @@ class SchedulingEnv(gym.Env):
 
     def __init__(self, windows: Sequence[Window], *, slots: int = 128, score: str = "bsld",
                  baseline: str = "fifo", placement: str = "best_fit", horizon_s: float = HORIZON_S,
-                 reward_floor: float | None = -1.0, cache: MutableMapping | None = None) -> None:
+                 reward_floor: float | None = -1.0, backfill: bool = False,
+                 cache: MutableMapping | None = None) -> None:
         windows = tuple(windows)
         if not windows or not all(isinstance(w, Window) for w in windows):
             raise RLError("the environment needs at least one window of jobs (spotlab.rl.workload.windows)")
@@ -65,6 +67,7 @@ class SchedulingEnv(gym.Env):
             raise RLError(f"reward_floor must be a number <= 0 or None, got {reward_floor!r}")
         self.baseline, self.placement, self.horizon_s = baseline, placement, float(horizon_s)
         self.reward_floor = None if reward_floor is None else float(reward_floor)
+        self.backfill = bool(backfill)
         self.cache: MutableMapping = {} if cache is None else cache
         self.observation_space = gym.spaces.Box(0.0, 1.0, (self.slots, N_FEATURES), dtype=np.float32)
         self.action_space = gym.spaces.Discrete(self.slots)
@@ -85,7 +88,7 @@ class SchedulingEnv(gym.Env):
             raise RLError(f"window must be an index in 0..{len(self.windows) - 1}, got {index!r}")
         self.window = self.windows[int(index)]
         self.engine = Engine(self.window.cluster, self.window.jobs, self.placement)
-        self._decider = Decider(self.engine, self.slots)
+        self._decider = Decider(self.engine, self.slots, self.backfill)
         self._decisions = 0
         self._candidates = self._next_decision()
         return self._observation(), self._info()

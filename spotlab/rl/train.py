@@ -46,6 +46,7 @@ class TrainSettings:
     baseline: str = "fifo"
     placement: str = "best_fit"
     reward_floor: float | None = -1.0  # `spotlab.rl.env`: a window's reward is at least this
+    backfill: bool = False  # `spotlab.rl.decisions`: the job waited for holds an EASY reservation
     seed: int = 0
     n_steps: int = 512
     batch_size: int = 128
@@ -131,7 +132,7 @@ def make_env(settings: TrainSettings, split: str = "train", cache: dict | None =
 
     wins = (windows or cut(settings.workload))[split]
     return SchedulingEnv(wins, slots=settings.slots, score=settings.score, baseline=settings.baseline,
-                         placement=settings.placement, reward_floor=settings.reward_floor, cache=cache)
+                         placement=settings.placement, reward_floor=settings.reward_floor, backfill=settings.backfill, cache=cache)
 
 
 def train(settings: TrainSettings, out: str | Path, *, timesteps: int | None = None, minutes: float | None = None,

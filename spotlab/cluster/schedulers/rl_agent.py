@@ -4,7 +4,8 @@
 At each scheduling point the agent follows the rules of `spotlab.rl.decisions` (the same as in its training
 environment): it is asked only when one of the first ``slots`` queued jobs can start and more than one job is
 queued, and chooses the job with the highest score (``deterministic=True``: argmax, the evaluation setting) or
-samples one. A chosen job that does not fit is waited for. The agent's network is loaded once per instance
+samples one. A chosen job that does not fit is waited for (with EASY backfilling around it when the agent was
+trained so). The agent's network is loaded once per instance
 (torch is imported then, not before); an instance drives one engine run at a time and starts afresh on a new one.
 """
 
@@ -51,7 +52,7 @@ class RLAgent(Scheduler):
 
         agent = self._load()
         if self._engine is not engine:
-            self._engine, self._decider = engine, Decider(engine, agent.slots)
+            self._engine, self._decider = engine, Decider(engine, agent.slots, agent.settings.backfill)
         decider = self._decider
         while True:
             candidates = decider.settle()
