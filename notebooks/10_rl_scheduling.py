@@ -22,6 +22,9 @@
 # FCFS" is backfilling. Presets and their traces: `rl_scheduling.PRESET_WORKLOADS` (its docstring says why).
 # Training is short here (minutes on 2 cores, not the seed's hours): the numbers are what such a budget buys.
 #
+# `backfill=True` gives the agent EASY backfilling around the job it waits for (choosing the head is then EASY
+# itself): the agent then chooses which job holds the reservation, a variant RLTune does not have.
+#
 # Sweepable: `spotlab sweep notebooks/10_rl_scheduling.py --grid grid.yaml` with, say, `seeds: [[0], [1], [2]]`
 # and `presets: [[philly], [helios], [alibaba]]` runs one point per (seeds, presets); points that share an agent's
 # settings share its folder under `agents_dir`, so give such points their own `agents_dir` or `--jobs 1`.
@@ -39,6 +42,8 @@ placements = ["best_fit", "milp"]  # best-fit, and the candidate placements chos
 ablation = ["fifo", "easy"]  # heuristics also run with the MILP placement (the agent of each preset's first seed too)
 transfer = True  # every agent also on the other presets' test windows (best-fit)
 score = "bsld"  # the reward's job score (spotlab.cluster.metrics: bsld, wait, jct, utilisation)
+baseline = "fifo"  # the heuristic the reward compares with on the same window
+backfill = False  # True: a job the agent waits for holds an EASY reservation, the others backfill (not RLTune's)
 agents_dir = "build/rl_agents"  # trained agents (relative: under the project root); a rerun resumes them
 n_jobs = 2  # cells (trainings, evaluations) at once
 
@@ -73,7 +78,8 @@ placements = [p for p in placements if p in PLACEMENTS]
 save = saver(out_dir, OUT)
 tic = time.perf_counter()
 workloads = rls.workloads_for(presets, load=load)
-settings = [TrainSettings(workload=wl, score=score, seed=sd) for wl in workloads.values() for sd in seeds]
+settings = [TrainSettings(workload=wl, score=score, baseline=baseline, backfill=backfill, seed=sd)
+            for wl in workloads.values() for sd in seeds]
 print("heuristics:", heuristics())
 display(pd.DataFrame([wl.to_dict() for wl in workloads.values()]))
 
@@ -245,6 +251,7 @@ claims.to_csv(f"{out_dir}/{OUT.seed_claims.csv}", index=False)
 with open(f"{out_dir}/{OUT.seed_claims.json}", "w") as f:
     json.dump(claims.to_dict(orient="records"), f, indent=1)
 setup = {"presets": presets, "seeds": seeds, "train_timesteps": train_timesteps, "train_minutes": train_minutes,
+         "baseline": baseline, "backfill": backfill,
          "n_windows": n_windows, "placements": placements, "score": score, "heuristics": heuristics(),
          "workloads": {p: wl.to_dict() for p, wl in workloads.items()},
          "agents": agents.drop(columns="agent").to_dict(orient="records"), "quick": quick}
