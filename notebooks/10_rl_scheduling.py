@@ -50,7 +50,6 @@ n_jobs = 2  # cells (trainings, evaluations) at once
 # %%
 import json
 import time
-from dataclasses import replace
 
 from spotlab.experiments.figures import project_path
 

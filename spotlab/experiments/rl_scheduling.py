@@ -179,7 +179,8 @@ def changes(rows: pd.DataFrame, placement: str, seed: int = 0) -> pd.DataFrame:
     from ..rl.evaluate import HIGHER_IS_BETTER, _paired_change
 
     rng = np.random.default_rng(seed)
-    rows = rows[(rows["placement"] == placement) & ((rows["scheduler"] != AGENT) | (rows["trained_on"] == rows["preset"]))]
+    home = (rows["scheduler"] != AGENT) | (rows["trained_on"] == rows["preset"])
+    rows = rows[(rows["placement"] == placement) & home]
     out = []
     for preset, g in rows.groupby("preset", sort=False):
         for m in METRICS:

@@ -132,7 +132,8 @@ def make_env(settings: TrainSettings, split: str = "train", cache: dict | None =
 
     wins = (windows or cut(settings.workload))[split]
     return SchedulingEnv(wins, slots=settings.slots, score=settings.score, baseline=settings.baseline,
-                         placement=settings.placement, reward_floor=settings.reward_floor, backfill=settings.backfill, cache=cache)
+                         placement=settings.placement, reward_floor=settings.reward_floor, backfill=settings.backfill,
+                         cache=cache)
 
 
 def train(settings: TrainSettings, out: str | Path, *, timesteps: int | None = None, minutes: float | None = None,
@@ -211,8 +212,8 @@ def train(settings: TrainSettings, out: str | Path, *, timesteps: int | None = N
             if on_rollout is not None:
                 on_rollout(rollouts, model.num_timesteps)
             if rollouts % settings.checkpoint_every == 0:
-                _save(model, folder, settings, rollouts, episodes0 + len(rows), seconds0 + time.perf_counter() - started,
-                      rows)
+                spent = seconds0 + time.perf_counter() - started
+                _save(model, folder, settings, rollouts, episodes0 + len(rows), spent, rows)
                 episodes0, rows[:] = episodes0 + len(rows), []
     seconds = seconds0 + time.perf_counter() - started
     _save(model, folder, settings, rollouts, episodes0 + len(rows), seconds, rows)
