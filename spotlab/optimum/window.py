@@ -31,7 +31,10 @@ followed by what happens after the window [ours]:
 Speed: the Pyomo model is built and compiled once per (job, w, blocks, pending overhead, constant on-demand
 price); the state and the tail enter only through fixed columns, bounds and objective coefficients, so each
 solve only copies a few arrays before calling the solver. The pending overhead changes coefficients, but it
-takes few values (delta - k * slot), so one compiled form per value is cached.
+takes few values (delta - k * slot), so one compiled form per value is cached. Branch and bound still takes
+a tenth of a second and more per window, so `solve(method="auto")` (CHC's default) solves the same problem,
+from the same numbers (`WindowTerms`), by the dynamic programme of `window_dp.py`, proven within the gap in
+milliseconds; `method="milp"` is the MILP alone.
 """
 
 from __future__ import annotations
@@ -45,10 +48,11 @@ import pyomo.environ as pe
 
 from ..errors import SolverError
 from ..job import Job
-from .matrix import BACKENDS, StandardForm, compile_model, with_updates
+from .matrix import BACKENDS, StandardForm, compile_model, solve_highs, with_updates
 from .model import _link_finishing_slot, _unused_capacity, add_allocation
 
 STATE = ("o0", "s0", "y0", "R")
+METHODS = ("auto", "dp", "milp")
 
 
 @dataclass(frozen=True)
@@ -74,6 +78,35 @@ class TailForecast:
 
 
 @dataclass(frozen=True)
+class WindowTerms:
+    """The numbers of one window problem from one state, as every method reads them: per slot t of the window
+    (arrays of w) and per tail block j (arrays of `blocks`). Costs in $, work in throughput units."""
+
+    remaining: float  # work left at the start of the window
+    prev_o: int  # allocation that ran in the slot before the window
+    prev_s: int
+    running: bool
+    pending_h: float  # overhead still to pay if that allocation is kept (0 unless running)
+    left: int  # slots of the window before the hard deadline: nothing runs in the others
+    slot_hours: float
+    s_hi: np.ndarray  # spot GPUs slot t may use (0 where nothing runs)
+    o_hi: np.ndarray  # on-demand GPUs slot t may use
+    od_cost: np.ndarray  # price of one on-demand GPU for the whole slot, the timing tie-break included
+    sp_cost: np.ndarray  # the same for one spot GPU
+    od_refund: np.ndarray  # refund per on-demand GPU and share of the finishing slot left unused
+    sp_refund: np.ndarray
+    constant_od: bool  # one on-demand price over the window (the MILP then adds its symmetry cut)
+    lim: np.ndarray  # the safety net: after slot t at most lim[t] work may be left, else it runs N_max on demand
+    value_end: np.ndarray  # (w + blocks): value if finished by the end of slot t / tail block j
+    value_unused: np.ndarray  # value per share of the finishing slot left unused (where V is linear in it)
+    unfinished: float  # what a plan that does not finish earns, before its costs (penalties)
+    tail_hours: np.ndarray  # length of each tail block (0: none)
+    tail_spot_gpu_hours: np.ndarray  # spot GPU-hours the tail block offers
+    tail_spot_price: np.ndarray  # $/GPU-h
+    tail_od_price: np.ndarray
+
+
+@dataclass(frozen=True)
 class WindowPlan:
     o: np.ndarray
     s: np.ndarray
@@ -81,6 +114,8 @@ class WindowPlan:
     objective: float
     status: str  # "optimal" (within the gap) or "time_limit" (a schedule, not proven)
     seconds: float
+    method: str = "milp"  # what found it: "milp" or "dp"
+    bound: float | None = None  # proven upper bound on the objective of every plan (None: not known)
 
 
 def tail_blocks(start_h: float, job: Job, slot_hours: float, blocks: int) -> np.ndarray:
@@ -183,6 +218,7 @@ class WindowProblem:
             raise SolverError(f"tail blocks must be a whole number >= 0 (got {blocks!r})")
         self.job, self.w, self.slot_hours, self.blocks = job, int(w), float(slot_hours), int(blocks)
         self.forms_: dict[tuple[float, bool], StandardForm] = {}
+        self.dp_ = None  # the DP's tables, built at its first solve
         self.n_solves_ = 0
 
     def compiled(self, pending_h: float, constant_od: bool) -> StandardForm:
@@ -200,21 +236,10 @@ class WindowProblem:
         """The tail's block boundaries for a window starting at `state.time_h`."""
         return tail_blocks(state.time_h + self.w * self.slot_hours, self.job, self.slot_hours, self.blocks)
 
-    def solve(self, state: WindowState, avail, spot_price, od_price, tail: TailForecast | None = None,
-              slots_left: int | None = None, solver: str = "highs", time_limit: float = 10.0,
-              mip_gap: float = 1e-3, urgency: float = 0.0, must_finish: bool = True,
-              net: str = "strict") -> WindowPlan | None:
-        """Plan the next w slots from `state`, given (forecast) availability and prices for them and the
-        tail's expectations (None: nothing can be done after the window). `net`: plan within the simulator's
-        safety net: "strict", "cbl" (its trigger counts no progress in the slot: one slot earlier) or "off".
-
-        `slots_left`: slots before the hard deadline (nothing can run after it). `urgency`: a tie-break of
-        this share of the price: spot used earlier and on-demand bought later look that much cheaper, so that
-        among plans of (nearly) equal utility the plan keeps its options. Returns None when the solver
-        hit its time limit without a schedule; any other failure raises `SolverError` (a bug, not an
-        outcome: the problem is always feasible).
-        """
-        started = time.perf_counter()
+    def terms(self, state: WindowState, avail, spot_price, od_price, tail: TailForecast | None = None,
+              slots_left: int | None = None, urgency: float = 0.0, must_finish: bool = True,
+              net: str = "strict") -> WindowTerms:
+        """The numbers of the window problem from `state` (see `solve`), checked: what every method solves."""
         job, T, dt = self.job, self.w, self.slot_hours
         a = np.asarray(avail, dtype=float)
         sp = np.asarray(spot_price, dtype=float)
@@ -224,34 +249,24 @@ class WindowProblem:
                 raise SolverError(f"window problem: the {label} must be {T} finite values >= 0 (got {arr!r})")
         if not (math.isfinite(state.remaining) and 0 < state.remaining <= job.work * (1 + 1e-9)):
             raise SolverError(f"window problem: remaining work {state.remaining!r} must be in (0, {job.work}]")
+        if net not in ("strict", "cbl", "off"):
+            raise SolverError(f"window problem: net must be 'strict', 'cbl' or 'off' (got {net!r})")
         running = state.prev_o + state.prev_s > 0
-        pending = state.pending_h if running else 0.0
-        form = self.compiled(pending, bool(np.all(od == od[0])))
-        ix = form.index
-        o_cols, s_cols, f_cols = ix["o"], ix["s"], ix["f"]
         left = T if slots_left is None else max(0, min(T, int(slots_left)))
         can_run = (np.arange(T) < left).astype(float)
-        s_hi = np.floor(np.minimum(a, job.n_max) + 1e-9) * can_run
-        o_hi = np.full(T, float(job.n_max)) * can_run
-        fixed = np.array([state.prev_o, state.prev_s, 1.0 if running else 0.0, state.remaining], float)
-        col_lo, col_hi = {}, {tuple(s_cols): s_hi, tuple(o_cols): o_hi}
-        st = ix["state"]
-        keep = st >= 0  # a state column the model does not use is absent from the compiled form
-        col_lo[tuple(st[keep])] = fixed[keep]
-        col_hi[tuple(st[keep])] = fixed[keep]
 
         # the tail
         B = self.blocks
         bounds = self.tail_for(state)
         ends_tail = np.full(B, bounds[-1])
         lengths = np.zeros(B)
+        gs_hi, c_gs, c_go = np.zeros(B), np.zeros(B), np.zeros(B)
         n_used = bounds.size - 1
         if B:
             lengths[:n_used] = np.diff(bounds)
             ends_tail[:n_used] = bounds[1:]
             if tail is None or n_used == 0:
                 lengths[:] = 0.0
-                gs_hi, c_gs, c_go = np.zeros(B), np.zeros(B), np.zeros(B)
             else:
                 for label, arr in (("hours", tail.hours), ("spot GPU-hours", tail.spot_gpu_hours),
                                    ("spot price", tail.spot_price), ("on-demand price", tail.od_price)):
@@ -259,59 +274,135 @@ class WindowProblem:
                     if arr.shape != (n_used,) or not np.all(np.isfinite(arr)) or np.any(arr < 0):
                         raise SolverError(f"window problem: the tail's {label} must be {n_used} finite values "
                                           f">= 0 (got {arr!r})")
-                gs_hi = np.zeros(B)
                 gs_hi[:n_used] = np.minimum(np.asarray(tail.spot_gpu_hours, float), job.n_max * lengths[:n_used])
-                c_gs, c_go = np.zeros(B), np.zeros(B)
                 c_gs[:n_used] = tail.spot_price
                 c_go[:n_used] = tail.od_price
-            col_lo[tuple(ix["len"])] = lengths
-            col_hi[tuple(ix["len"])] = lengths
-            col_hi[tuple(ix["gs"])] = gs_hi
 
         # the safety net's limits in slots 0..T-1 (none where nothing can run)
         starts = state.time_h + np.arange(T) * dt
         after = np.floor((job.hard_deadline_h - starts) / dt + 1e-7) - 1
-        if net not in ("strict", "cbl", "off"):
-            raise SolverError(f"window problem: net must be 'strict', 'cbl' or 'off' (got {net!r})")
         lim = job.max_rate * ((after - (net == "cbl")) * dt - job.overhead_h)
         lim = np.where((np.arange(T) < left) & (net != "off"), lim, 2.0 * job.work + 1.0)
-        col_lo[tuple(ix["lim"])] = lim
-        col_hi[tuple(ix["lim"])] = lim
 
-        # value if finished by the end of slot t / block j, as coefficients of the monotone indicators
-        ends = np.concatenate([state.time_h + (np.arange(T) + 1) * dt, ends_tail])
-        v_end = job.value_at(ends)
-        unfinished = -job.miss_penalty - (self.finish_penalty(od) if must_finish else 0.0)
-        c_ind = v_end - np.append(v_end[1:], unfinished)
         # timing tie-break: among plans of (nearly) equal utility, spot is taken earlier (it may vanish) and
         # on-demand bought later (the price is known, and waiting keeps the chance of spot); slot 0's
         # multipliers are 1 -/+ urgency, the tail's 1
         early = float(urgency) * (T - np.arange(T)) / T
-        cost = {tuple(o_cols): -od * dt * (1.0 + early), tuple(s_cols): -sp * dt * (1.0 - early),
-                tuple(f_cols): c_ind[:T], tuple(ix["cum"]): np.zeros(T)}
-        if B:
-            cost[tuple(ix["ft"])] = c_ind[T:]
-            cost[tuple(ix["gs"])] = -c_gs
-            cost[tuple(ix["go"])] = -c_go
-        cost[tuple(ix["z"])] = np.zeros(T)
         # the unused end of the finishing slot: its GPUs' price refunded, its value earned earlier where V
         # is linear over the slot (after d, before gamma*d); elsewhere V at the slot's end (a lower bound)
-        nb = int(ix["z_o"].size // T)
-        weights = dt * (2.0 ** np.arange(nb))[None, :]
-        cost[tuple(ix["z_o"])] = (od[:, None] * weights).ravel()
-        cost[tuple(ix["z_s"])] = (sp[:, None] * weights).ravel()
+        ends = np.concatenate([state.time_h + (np.arange(T) + 1) * dt, ends_tail])
         lo_c, hi_c = ends[:T] - dt, ends[:T]
         d, hd = job.deadline_h, job.hard_deadline_h
         linear = (lo_c >= d - 1e-9) & (hi_c <= hd + 1e-9) & (hd > d + 1e-9)
-        cost[tuple(ix["rho"])] = np.where(linear, job.value * dt / max(hd - d, 1e-12), 0.0)
+        return WindowTerms(
+            remaining=float(state.remaining), prev_o=int(state.prev_o), prev_s=int(state.prev_s), running=running,
+            pending_h=state.pending_h if running else 0.0, left=left, slot_hours=dt,
+            s_hi=np.floor(np.minimum(a, job.n_max) + 1e-9) * can_run, o_hi=np.full(T, float(job.n_max)) * can_run,
+            od_cost=od * dt * (1.0 + early), sp_cost=sp * dt * (1.0 - early), od_refund=od * dt, sp_refund=sp * dt,
+            constant_od=bool(np.all(od == od[0])), lim=lim, value_end=job.value_at(ends),
+            value_unused=np.where(linear, job.value * dt / max(hd - d, 1e-12), 0.0),
+            unfinished=-job.miss_penalty - (self.finish_penalty(od) if must_finish else 0.0),
+            tail_hours=lengths, tail_spot_gpu_hours=gs_hi, tail_spot_price=c_gs, tail_od_price=c_go)
+
+    def solve(self, state: WindowState, avail, spot_price, od_price, tail: TailForecast | None = None,
+              slots_left: int | None = None, solver: str = "highs", time_limit: float = 10.0,
+              mip_gap: float = 1e-3, urgency: float = 0.0, must_finish: bool = True,
+              net: str = "strict", method: str = "milp") -> WindowPlan | None:
+        """Plan the next w slots from `state`, given (forecast) availability and prices for them and the
+        tail's expectations (None: nothing can be done after the window). `net`: plan within the simulator's
+        safety net: "strict", "cbl" (its trigger counts no progress in the slot: one slot earlier) or "off".
+
+        `slots_left`: slots before the hard deadline (nothing can run after it). `urgency`: a tie-break of
+        this share of the price: spot used earlier and on-demand bought later look that much cheaper, so that
+        among plans of (nearly) equal utility the plan keeps its options. `method`: "milp" (the MILP by
+        `solver`), "dp" (the dynamic programme of `window_dp.py`, proven within `mip_gap`) or "auto" (the
+        DP where it applies and proves its gap, else the MILP started from the DP's plan). Returns None when
+        the solver hit its time limit without a schedule; any other failure raises `SolverError` (a bug, not
+        an outcome: the problem is always feasible).
+        """
+        started = time.perf_counter()
+        if method not in METHODS:
+            raise SolverError(f"window problem: method must be one of {', '.join(map(repr, METHODS))} "
+                              f"(got {method!r})")
+        if solver not in BACKENDS:
+            raise SolverError(f"unknown solver {solver!r}; use one of {', '.join(BACKENDS)}")
+        terms = self.terms(state, avail, spot_price, od_price, tail, slots_left, urgency, must_finish, net)
+        start = None
+        if method != "milp":
+            from .window_dp import WindowDP, dp_applies
+
+            if dp_applies(self.job):
+                if self.dp_ is None:
+                    self.dp_ = WindowDP(self.job, self.w, self.slot_hours)
+                self.n_solves_ += 1
+                try:
+                    plan = self.dp_.solve(terms, time_limit=float(time_limit) - (time.perf_counter() - started),
+                                          mip_gap=float(mip_gap), started=started)
+                except SolverError:
+                    if method == "dp":
+                        raise
+                    plan = None  # the MILP decides (and says so if the problem has no schedule)
+                else:
+                    if plan is None or plan.status == "optimal" or method == "dp":
+                        return plan
+                start = plan  # not proven within the gap: the MILP, from the DP's plan
+            elif method == "dp":
+                raise SolverError("window problem: the DP needs a job value >= 0 (V must not grow with the "
+                                  "completion time); use method='milp' or 'auto'")
+        remaining_s = float(time_limit) - (time.perf_counter() - started)
+        if remaining_s <= 0:
+            return start
+        plan = self._solve_milp(state, terms, solver, remaining_s, mip_gap, start, started)
+        if start is not None and (plan is None or plan.objective <= start.objective):
+            # the DP's plan is as good: proven within the gap if the MILP proved its own
+            return replace(start, status=plan.status if plan is not None else start.status,
+                           seconds=time.perf_counter() - started)
+        return plan
+
+    def _solve_milp(self, state: WindowState, terms: WindowTerms, solver: str, time_limit: float,
+                    mip_gap: float, start: WindowPlan | None, started: float) -> WindowPlan | None:
+        """The MILP: the compiled form for this pending overhead, with the window's bounds and costs."""
+        T = self.w
+        form = self.compiled(terms.pending_h, terms.constant_od)
+        ix = form.index
+        o_cols, s_cols, f_cols = ix["o"], ix["s"], ix["f"]
+        fixed = np.array([terms.prev_o, terms.prev_s, 1.0 if terms.running else 0.0, terms.remaining], float)
+        col_lo, col_hi = {}, {tuple(s_cols): terms.s_hi, tuple(o_cols): terms.o_hi}
+        st = ix["state"]
+        keep = st >= 0  # a state column the model does not use is absent from the compiled form
+        col_lo[tuple(st[keep])] = fixed[keep]
+        col_hi[tuple(st[keep])] = fixed[keep]
+        B = self.blocks
+        if B:
+            col_lo[tuple(ix["len"])] = terms.tail_hours
+            col_hi[tuple(ix["len"])] = terms.tail_hours
+            col_hi[tuple(ix["gs"])] = terms.tail_spot_gpu_hours
+        col_lo[tuple(ix["lim"])] = terms.lim
+        col_hi[tuple(ix["lim"])] = terms.lim
+        # value if finished by the end of slot t / block j, as coefficients of the monotone indicators
+        v_end = terms.value_end
+        c_ind = v_end - np.append(v_end[1:], terms.unfinished)
+        cost = {tuple(o_cols): -terms.od_cost, tuple(s_cols): -terms.sp_cost,
+                tuple(f_cols): c_ind[:T], tuple(ix["cum"]): np.zeros(T)}
+        if B:
+            cost[tuple(ix["ft"])] = c_ind[T:]
+            cost[tuple(ix["gs"])] = -terms.tail_spot_price
+            cost[tuple(ix["go"])] = -terms.tail_od_price
+        cost[tuple(ix["z"])] = np.zeros(T)
+        nb = int(ix["z_o"].size // T)
+        weights = (2.0 ** np.arange(nb))[None, :]
+        cost[tuple(ix["z_o"])] = (terms.od_refund[:, None] * weights).ravel()
+        cost[tuple(ix["z_s"])] = (terms.sp_refund[:, None] * weights).ravel()
+        cost[tuple(ix["rho"])] = terms.value_unused
         form = with_updates(form, col_hi=col_hi, cost=cost, col_lo=col_lo)
         # objective = utility of the plan (the constant makes a finished plan's objective V - cost), so the
         # relative MIP gap is a gap on utility, not on the finish penalty
-        form = replace(form, c0=(job.miss_penalty + (self.finish_penalty(od) if must_finish else 0.0))
-                       * (1.0 if form.maximize else -1.0))
-        if solver not in BACKENDS:
-            raise SolverError(f"unknown solver {solver!r}; use one of {', '.join(BACKENDS)}")
-        sol = BACKENDS[solver](form, float(time_limit), float(mip_gap))
+        form = replace(form, c0=-terms.unfinished * (1.0 if form.maximize else -1.0))
+        if start is not None and solver == "highs":
+            sol = solve_highs(form, float(time_limit), float(mip_gap),
+                              start=(np.concatenate([o_cols, s_cols]), np.concatenate([start.o, start.s])))
+        else:
+            sol = BACKENDS[solver](form, float(time_limit), float(mip_gap))
         self.n_solves_ += 1
         if sol.x is None:
             if sol.status == "time_limit":
@@ -322,7 +413,7 @@ class WindowProblem:
         s = np.round(sol.x[s_cols]).astype(np.int64)
         return WindowPlan(o=o, s=s, work=np.asarray(sol.x[ix["w"]], dtype=float),
                           objective=float(sol.objective), status=sol.status,
-                          seconds=time.perf_counter() - started)
+                          seconds=time.perf_counter() - started, method="milp", bound=sol.bound)
 
     def finish_penalty(self, od: np.ndarray) -> float:
         """Utility a must-finish plan loses by not finishing: more than finishing could ever cost (every GPU

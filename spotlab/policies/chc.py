@@ -24,8 +24,12 @@ progress that way). With the tail, whole-horizon CHC with perfect forecasts is t
 (`tests/test_chc_quality.py`), and with w = 12 on 36-h jobs it stays within a few percent of the job's
 on-demand cost of the optimum on held-out zones.
 
-Window problems are solved to a 1% gap by default: the plan is only as good as its forecasts. The window
-problem is always feasible (finishing is a soft constraint), so a solver error is raised as a
+Window problems are solved to a 1% gap by default: the plan is only as good as its forecasts. `method="auto"`
+(the default) solves them by the dynamic programme of `spotlab.optimum.window_dp`, which proves its plan
+within the gap as the MILP does, in milliseconds instead of branch and bound's tenths of a second
+(`benchmarks/bench_chc.py`), and leaves to the MILP (`solver`) only jobs of negative value, where it does not
+apply, and the rare window it cannot prove; `method="milp"` is the MILP alone, `method="dp"` the DP alone.
+The window problem is always feasible (finishing is a soft constraint), so a solver error is raised as a
 `PolicyError`, never hidden; a time limit without any schedule falls back to Uniform Progress for that
 slot and is counted (`report()["fallback_rate"]`, also in the simulator's metrics). The deadline safety net
 of the simulator applies to every slot, and the plans respect it. `report()` says how many solves, how
@@ -43,7 +47,7 @@ import numpy as np
 
 from ..errors import PolicyError, PredictionError, SolverError
 from ..params import Boolean, Interval, Options, positive_hours
-from ..optimum.window import TailForecast, WindowProblem, WindowState
+from ..optimum.window import METHODS, TailForecast, WindowProblem, WindowState
 from ..predict import Forecaster, make_predictor, model_names
 from ..predict.oracle import AvailabilityOracle, NoisyOracle
 from .base import Context, Observation, OnlinePolicy
@@ -67,6 +71,7 @@ class CHC(OnlinePolicy):
         refit_hours: float = 24.0,
         train_hours: float = 168.0,
         blocks: int = 24,
+        method: str = "auto",
         solver: str = "glpk",
         time_limit: float = 5.0,
         mip_gap: float = 1e-2,
@@ -82,6 +87,7 @@ class CHC(OnlinePolicy):
         self.refit_hours = refit_hours
         self.train_hours = train_hours
         self.blocks = blocks
+        self.method = method
         self.solver = solver
         self.time_limit = time_limit
         self.mip_gap = mip_gap
@@ -101,6 +107,7 @@ class CHC(OnlinePolicy):
         "refit_hours": [positive_hours],
         "train_hours": [positive_hours],
         "blocks": [Interval(Integral, 0, None)],
+        "method": [Options(*METHODS)],
         "solver": [Options("glpk", "highs")],
         "time_limit": [Interval(Real, 0, None, closed="neither")],
         "mip_gap": [Interval(Real, 0, 1, closed="left")],
@@ -131,8 +138,8 @@ class CHC(OnlinePolicy):
             self.requested_ = np.maximum(self.requested_, np.nan_to_num(np.nanmax(
                 np.where(np.isfinite(ep.history_avail), ep.history_avail, 0), axis=1)).astype(int))
         self.forecasters_: dict[tuple[int, str], dict[str, Any]] = {}
-        self.stats_ = {"solves": 0, "solve_s": [], "fallbacks": 0, "decisions": 0, "time_limit": 0, "no_schedule": 0, "forecast_s": 0.0,
-                       "fit_failures": 0}
+        self.stats_ = {"solves": 0, "solves_dp": 0, "solve_s": [], "fallbacks": 0, "decisions": 0, "time_limit": 0,
+                       "no_schedule": 0, "forecast_s": 0.0, "fit_failures": 0}
         self.base_seed_ = int(ctx.seed) * 1_000_003 + int(self.seed)
 
     # --------------------------------------------------------------------------------- forecasts
@@ -223,13 +230,14 @@ class CHC(OnlinePolicy):
                                        solver=self.solver, time_limit=float(self.time_limit),
                                        mip_gap=float(self.mip_gap), urgency=float(self.urgency),
                                        must_finish=not self.ctx_.give_up,
-                                       net=self.ctx_.safety_net)
+                                       net=self.ctx_.safety_net, method=self.method)
         except SolverError as exc:  # the window problem is always feasible: a failure is a bug, not a fallback
             raise PolicyError(f"chc: window {i}, slot {t}: {exc}") from None
         if plan is None:  # time limit without a schedule: counted, reported as the fallback rate
             self.stats_["no_schedule"] += 1
             return None
         self.stats_["solves"] += 1
+        self.stats_["solves_dp"] += plan.method == "dp"
         self.stats_["solve_s"].append(plan.seconds)
         self.stats_["time_limit"] += plan.status != "optimal"
         return plan.o, plan.s
@@ -316,7 +324,10 @@ class CHC(OnlinePolicy):
         secs = np.asarray(st["solve_s"], dtype=float)
         return {
             "solves": int(st["solves"]),
+            "solves_dp": int(st["solves_dp"]),
             "solve_mean_s": float(secs.mean()) if secs.size else 0.0,
+            "solve_median_s": float(np.median(secs)) if secs.size else 0.0,
+            "solve_p90_s": float(np.percentile(secs, 90)) if secs.size else 0.0,
             "solve_max_s": float(secs.max()) if secs.size else 0.0,
             "solve_total_s": float(secs.sum()),
             "time_limit_hits": int(st["time_limit"]),

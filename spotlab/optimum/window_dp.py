@@ -1,0 +1,450 @@
+"""The window problem of committed horizon control (`window.py`) solved by dynamic programming over the work
+done, proven within a gap like a MILP.
+
+Why: CHC solves one window problem per decision, and branch and bound on its MILP takes a tenth of a second
+and more (GCP H100, default job: median 0.07 s, p90 0.2 s; a volatile synthetic market: 0.24 s and 0.9 s),
+while the problem has the structure of the offline DPs (`dp.py`): at a slot boundary, what matters for the
+rest of the window is the allocation that ran last with the overhead it still has to pay, and the work done.
+
+- **States and moves.** A state is idle, or an allocation (o, s) with its pending overhead; in a slot the plan
+  idles, keeps its allocation (paying what overhead is left) or changes to another (paying the overhead
+  delta again), exactly as the simulator and the MILP count it. A slot that covers the work left finishes
+  the job: it is billed by use and earns V at the completion time where V is linear over the slot, else V
+  at its end (the MILP's convention). The safety net: after each slot either the work left fits the net's
+  limit, or the slot ran N_max on-demand GPUs, or the job is done.
+- **The tail.** What the work left at the window's end is worth is a closed form: for each tail block j in
+  which the job may finish, the cheapest way to do the work in blocks 0..j is a fractional knapsack (the
+  cheaper of expected spot and on-demand GPU-hours first, within each block's capacity), so the tail's value
+  is the best of V(end of block j) minus that cost, or the penalty of not finishing.
+- **The work grid, and why the answer is proven.** Work done is continuous, so the value of the rest of the
+  window is tabulated on a grid of `levels` values of the work done (q = work left / levels). For a job of
+  value >= 0 that value never decreases with the work done (more work relaxes the net, finishes no later and
+  leaves less to the tail), so a table that rounds every slot's work *up* to whole levels, computed at the
+  most work of each level, is an upper bound of every plan's objective. A second table rounds to the nearest
+  level (no bound, but close). The plan is read forward from the true state with the exact work, each slot's
+  move the best on a table (once on each; the better plan is kept), so its objective is computed exactly:
+  it is the MILP's objective of that schedule. When plan and bound are within `mip_gap` (the MILP's relative
+  gap) the plan is returned as optimal; otherwise the grid is refined (twice the levels, up to `MAX_LEVELS`)
+  and, still unproven, the plan is returned with status "gap" (`window.py` then lets the MILP finish the job).
+  Replayed on CHC's own windows (default job, H100 trace and volatile market), the plans are within 0.1% of
+  HiGHS's optimum to 1e-6 and are proven at the first grid, all on the H100 trace and 86% on the volatile
+  market (`benchmarks/bench_chc.py` for the times).
+
+The DP is not used for a job of negative value (a later completion would then be worth more, and the
+monotonicity above fails); `window.py` solves those by the MILP.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import SolverError
+from ..job import Job
+from .window import WindowPlan, WindowTerms
+
+LEVELS = 512  # first grid of the work done; doubled while the gap is not proven
+MAX_LEVELS = 4096
+EPS = 1e-9  # the simulator's finishing tolerance, relative to the job's work
+
+
+def dp_applies(job: Job) -> bool:
+    """The DP is exact for a job whose value does not grow with the completion time (value >= 0)."""
+    return float(job.value) >= 0
+
+
+@dataclass(frozen=True)
+class Allocations:
+    """Every allocation (o, s) with N_min <= o + s <= N_max (a throughput table's counts only), ordered by spot
+    count: the allocations a slot allows (s at most the spot GPUs available) are then a prefix."""
+
+    o: np.ndarray
+    s: np.ndarray
+    rate: np.ndarray  # H(o + s)
+
+    @classmethod
+    def of(cls, job: Job) -> "Allocations":
+        tp = job.throughput
+        counts = list(range(job.n_min, job.n_max + 1)) if tp.is_linear else \
+            [int(n) for n, _ in tp.table if job.n_min <= n <= job.n_max]
+        pairs = [(n - s, s) for s in range(max(counts) + 1) for n in counts if n >= s]
+        o = np.array([a for a, _ in pairs], dtype=np.int64)
+        s = np.array([b for _, b in pairs], dtype=np.int64)
+        return cls(o, s, tp(o + s).astype(float))
+
+    @property
+    def size(self) -> int:
+        return int(self.o.size)
+
+    def index(self, o: int, s: int) -> int:
+        """Index of (o, s), or -1 when it is not an allocation the job may run."""
+        hit = np.flatnonzero((self.o == o) & (self.s == s))
+        return int(hit[0]) if hit.size else -1
+
+    def allowed(self, spot: float) -> int:
+        """How many allocations (a prefix) fit `spot` spot GPUs."""
+        return int(np.searchsorted(self.s, spot + 1e-9, side="right"))
+
+
+class TailValue:
+    """What the work left at the window's end is worth, from the terms' tail (see the module docstring)."""
+
+    def __init__(self, job: Job, terms: WindowTerms, T: int):
+        tp = job.throughput
+        # the MILP's tail: work per GPU-hour at the best count, at most H(N_max) per hour
+        per_gpu = max(float(tp(n)) / n for n in range(job.n_min, job.n_max + 1))
+        self.unfinished = float(terms.unfinished)
+        self.options = []  # per block j: (V at its end, cumulative work, cumulative cost) of the cheapest fill
+        prices: list[float] = []
+        amounts: list[float] = []
+        for j in np.flatnonzero(terms.tail_hours > 0):
+            hours = float(terms.tail_hours[j])
+            cap = min(job.max_rate * hours, per_gpu * job.n_max * hours)
+            spot = min(per_gpu * float(terms.tail_spot_gpu_hours[j]), cap)
+            c_s, c_o = float(terms.tail_spot_price[j]), float(terms.tail_od_price[j])
+            if c_s <= c_o:
+                prices += [c_s / per_gpu, c_o / per_gpu]
+                amounts += [spot, cap - spot]
+            else:  # spot dearer than on-demand: never bought, on-demand is not scarce
+                prices.append(c_o / per_gpu)
+                amounts.append(cap)
+            p, a = np.array(prices), np.array(amounts)
+            order = np.argsort(p, kind="stable")
+            p, a = p[order], a[order]
+            keep = a > 0
+            p, a = p[keep], a[keep]
+            x = np.concatenate([[0.0], np.cumsum(a)])
+            c = np.concatenate([[0.0], np.cumsum(a * p)])
+            self.options.append((float(terms.value_end[T + j]), x, c))
+
+    def __call__(self, left: np.ndarray) -> np.ndarray:
+        """Objective of the tail for work `left` (> 0) at the window's end, before the window's costs."""
+        left = np.asarray(left, dtype=float)
+        out = np.full(left.shape, self.unfinished)
+        for value, x, c in self.options:
+            fits = left <= x[-1] * (1 + 1e-12) + 1e-12
+            if fits.any():
+                out = np.where(fits, np.maximum(out, value - np.interp(left, x, c)), out)
+        return out
+
+
+@dataclass(frozen=True)
+class Grid:
+    """`n` levels of the work done, q apart, and the work each table computes level i at: the guide table at
+    `guide[i]` = i*q (a slot's work rounded to the nearest level), the upper table at `high[i]`, the most work of
+    [i*q, (i+1)*q) short of finishing (a slot's work rounded up)."""
+
+    q: float
+    guide: np.ndarray
+    high: np.ndarray
+
+    @classmethod
+    def over(cls, remaining: float, tol: float, levels: int) -> "Grid":
+        q = remaining / levels
+        i = np.arange(levels)
+        return cls(q, i * q, np.minimum((i + 1) * q, remaining - tol))
+
+    @property
+    def n(self) -> int:
+        return int(self.guide.size)
+
+    def level(self, done: np.ndarray, which: int) -> np.ndarray:
+        """The level the guide table (which = 0: the nearest) or the upper table (1: the one whose value bounds
+        it) reads at the exact work `done`."""
+        x = np.asarray(done, dtype=float) / self.q
+        i = np.rint(x) if which == 0 else np.ceil(x) - 1
+        return np.clip(i, 0, self.n - 1).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class Moves:
+    """What one slot can do from one state in the forward pass: idle (k = -1) or run allocation k."""
+
+    k: np.ndarray
+    loss: np.ndarray  # hours of the slot lost to overhead
+    row: np.ndarray  # state at the next slot (0 idle, else 1 + k*P + pending index)
+    pending: np.ndarray  # overhead pending after the slot
+
+
+class Workspace:
+    """The arrays of the backward pass, kept between solves of the same size (fresh arrays of this size cost a
+    page fault per 4 KiB at every use, more than the arithmetic on them). Per move kind (a change of allocation,
+    then keeping one with each pending value), table (guide, upper), level and allocation: whether the slot
+    finishes the job, the work left after it, the share of a finishing slot left unused (else 0) and the flat
+    index of the next slot's table entry the move leads to."""
+
+    def __init__(self, T: int, n: int, K: int, P: int):
+        S = 1 + K * P
+        self.shape = (T, n, K, P)
+        self.tables = np.empty((T + 1, 2, n, S))  # value from the start of slot t on: (table, level, state)
+        kinds = 1 + P  # a change, then keeping with each pending value
+        self.finishes = np.empty((kinds, 2, n, K), dtype=bool)
+        self.left_after = np.empty((kinds, 2, n, K))
+        self.unused = np.empty((kinds, 2, n, K))
+        self.index = np.empty((kinds, 2, n, K), dtype=np.int64)
+        self.values = np.empty((kinds, 2 * n * K))
+        self.scratch = np.empty((3, 2 * n * K))
+        self.bad = np.empty(2 * n * K, dtype=bool)
+
+    def flat(self, name: str, i: int, K: int, dims: tuple) -> np.ndarray:
+        """A contiguous (dims..., K) view on the first entries of buffer `name`[i]."""
+        buf = getattr(self, name)[i] if i >= 0 else getattr(self, name)
+        size = int(np.prod(dims)) * K
+        return buf[:size].reshape(*dims, K)
+
+
+class WindowDP:
+    """The DP of one job's window problem (window length w); `solve` takes the terms of one state."""
+
+    def __init__(self, job: Job, w: int, slot_hours: float, levels: int = LEVELS, max_levels: int = MAX_LEVELS):
+        if not dp_applies(job):
+            raise SolverError("the window DP needs a job value >= 0 (V must not grow with the completion time)")
+        self.job, self.w, self.dt = job, int(w), float(slot_hours)
+        self.alloc = Allocations.of(job)
+        self.levels, self.max_levels = int(levels), int(max_levels)
+        self.tol = EPS * max(1.0, float(job.work))
+        self.full_od = self.alloc.index(job.n_max, 0)  # what the safety net imposes
+        self.workspace_: Workspace | None = None
+
+    def _workspace(self, n: int, P: int) -> Workspace:
+        shape = (self.w, n, self.alloc.size, P)
+        if self.workspace_ is None or self.workspace_.shape != shape:
+            self.workspace_ = Workspace(*shape)
+        return self.workspace_
+
+    def solve(self, terms: WindowTerms, time_limit: float, mip_gap: float, started: float | None = None
+              ) -> WindowPlan | None:
+        """The best plan on the work grid with its exact objective and a proven bound, the grid refined until
+        they are within `mip_gap`. None when `time_limit` passed before any plan (the MILP's "time-out without
+        a schedule"); a plan not proven within the gap has status "gap" (or "time_limit" when time ran out).
+        Raises `SolverError` when no plan keeps the safety net (the upper table proves it), or, rarely, when the
+        plans read from the tables all broke it (the MILP then decides)."""
+        started = time.perf_counter() if started is None else started
+        deadline = started + float(time_limit)
+        levels, best, bound, status = self.levels, None, np.inf, "time_limit"
+        while True:
+            got = self._solve_on_grid(terms, levels, deadline)
+            if got is None:
+                status = "time_limit"
+                break
+            plan, grid_bound = got
+            bound = min(bound, grid_bound)  # every grid's bound holds: the tightest
+            if not np.isfinite(bound):
+                raise SolverError("dp: no plan keeps the safety net (the window problem has no schedule)")
+            if plan is not None and (best is None or plan[3] > best[3]):
+                best = plan
+            scale = abs(best[3]) if best is not None else np.inf
+            if bound - (best[3] if best is not None else -np.inf) <= float(mip_gap) * scale + 1e-9 * max(1.0, scale):
+                status = "optimal"
+                break
+            if levels * 2 > self.max_levels:
+                status = "gap"
+                break
+            levels *= 2
+        if best is None:
+            if status == "time_limit":
+                return None
+            raise SolverError("dp: every plan read from the tables broke the safety net; use method='milp'")
+        o, s, work, objective = best
+        return WindowPlan(o=o, s=s, work=work, objective=objective, status=status,
+                          seconds=time.perf_counter() - started, method="dp", bound=max(bound, objective))
+
+    # ------------------------------------------------------------------------------------ one grid
+
+    def _pendings(self, p0: float) -> np.ndarray:
+        """Overhead still pending at a slot boundary: every value reachable after a change (delta, less a slot
+        per slot) and after keeping the allocation that ran before the window (its own pending, likewise)."""
+        delta, dt = float(self.job.overhead_h), self.dt
+        values = {0.0}
+        for p in (max(0.0, delta - dt), max(0.0, p0 - dt)):
+            while p > 1e-12:
+                values.add(p)
+                p = max(0.0, p - dt)
+        return np.array(sorted(values))
+
+    def _solve_on_grid(self, terms: WindowTerms, levels: int, deadline: float) -> tuple | None:
+        """(the better plan read from the two tables as (o, s, work, objective), or None when both broke the
+        net; the bound) on a grid of `levels`; None when the time ran out."""
+        job, T = self.job, self.w
+        R = float(terms.remaining)
+        grid = Grid.over(R, self.tol, levels)
+        tail = TailValue(job, terms, T)
+        pend = self._pendings(float(terms.pending_h))
+        ws = self._workspace(grid.n, pend.size)
+        tables = ws.tables
+        # the backward pass: guide and upper tables (2, levels, states) of the value from the start of slot t
+        # on, for t = T-1 .. 1; after the last slot, the tail's
+        end = tail(np.maximum(R - np.stack([grid.guide, grid.high]), self.tol))
+        tables[T] = end[:, :, None]
+        if T > 1:
+            idle_left = self._kinds(terms, grid, pend, ws)
+        for t in range(T - 1, 0, -1):
+            if time.perf_counter() > deadline:
+                return None
+            self._slot(terms, t, tables[t + 1], ws, idle_left, out=tables[t])
+        if time.perf_counter() > deadline:
+            return None
+        # the bound: the best move at slot 0 from the true state, on the upper table; the plan: read forward
+        # from the true state with the exact work, each slot's move chosen on a table (the better of the two)
+        start = self._moves(terms, 0, self.alloc.index(terms.prev_o, terms.prev_s) if terms.running else -1,
+                            float(terms.pending_h), pend)
+        bound = float(np.max(self._values(terms, 0, start, 0.0, tables[1][1], grid, tail, 1)[0]))
+        plans = [p for p in (self._follow(terms, tables, which, grid, tail, pend) for which in (0, 1)) if p]
+        return (max(plans, key=lambda p: p[3]) if plans else None), bound
+
+    def _follow(self, terms: WindowTerms, tables: np.ndarray, which: int, grid: Grid, tail: TailValue,
+                pend: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, float] | None:
+        """The plan read forward from the true state with the exact work, each move the best on table `which`,
+        and its exact objective; None if it reaches a slot where no move keeps the net (a table's rounding
+        misled it)."""
+        T, dt, R = self.w, self.dt, float(terms.remaining)
+        k_cur = self.alloc.index(terms.prev_o, terms.prev_s) if terms.running else -1
+        p_cur = float(terms.pending_h)
+        done, objective = 0.0, 0.0
+        o = np.zeros(T, dtype=np.int64)
+        s = np.zeros(T, dtype=np.int64)
+        work = np.zeros(T)
+        for t in range(T):
+            moves = self._moves(terms, t, k_cur, p_cur, pend)
+            vals, fin, now, ok = self._values(terms, t, moves, done, tables[t + 1][which], grid, tail, which)
+            if not ok.any():
+                return None
+            if np.isfinite(vals).any():
+                i = int(np.argmax(vals))
+            else:  # the table sees no way to keep the net later (a rounding): the most work is the safest
+                i = int(np.argmax(np.where(ok, self.alloc.rate[np.maximum(moves.k, 0)] * (moves.k >= 0)
+                                           * (dt - moves.loss), -np.inf)))
+            k = int(moves.k[i])
+            objective += float(now[i])
+            if k >= 0:
+                o[t], s[t] = self.alloc.o[k], self.alloc.s[k]
+                work[t] = R - done if fin[i] else self.alloc.rate[k] * (dt - float(moves.loss[i]))
+            if fin[i]:
+                return o, s, work, objective
+            done += work[t]
+            k_cur, p_cur = k, float(moves.pending[i])
+        return o, s, work, objective + float(tail(np.array([R - done]))[0])
+
+    # ---------------------------------------------------------------------------------- forward pass
+
+    def _moves(self, terms: WindowTerms, t: int, k_cur: int, p_cur: float, pend: np.ndarray) -> Moves:
+        """Idle, and every allocation slot t allows: keeping k_cur pays what it has pending, another pays delta."""
+        dt, delta = self.dt, float(self.job.overhead_h)
+        ks = np.arange(self.alloc.allowed(terms.s_hi[t]) if t < terms.left else 0)
+        keep = ks == k_cur
+        pending = np.where(keep, max(0.0, p_cur - dt), max(0.0, delta - dt))
+        loss = np.where(keep, min(dt, p_cur), min(dt, delta))
+        rows = 1 + ks * pend.size + _nearest(pend, pending)
+        return Moves(np.concatenate([[-1], ks]), np.concatenate([[0.0], loss]), np.concatenate([[0], rows]),
+                     np.concatenate([[0.0], pending]))
+
+    def _values(self, terms: WindowTerms, t: int, mv: Moves, done: float, table: np.ndarray, grid: Grid,
+                tail: TailValue, which: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Per move from the exact work `done`: its value (the slot's, then the rest of the window's from `table`,
+        of kind `which`, or exactly from the tail after the last slot), whether it finishes the job, the slot's
+        own value and whether it keeps the safety net."""
+        R, dt, T = float(terms.remaining), self.dt, self.w
+        run = mv.k >= 0
+        k = np.where(run, mv.k, 0)
+        o, s = np.where(run, self.alloc.o[k], 0), np.where(run, self.alloc.s[k], 0)
+        rate = np.where(run, self.alloc.rate[k], 1.0)
+        cap = np.where(run, rate * (dt - mv.loss), 0.0)
+        after = R - (done + cap)
+        fin = run & (after <= self.tol)
+        if t + 1 == T:
+            later = tail(np.maximum(after, self.tol))
+        else:
+            later = table[grid.level(done + cap, which), mv.row]
+        # the finishing slot: billed by use, V at the completion time where it is linear over the slot
+        unused = np.clip((dt - (mv.loss + (R - done) / rate)) / dt, 0.0, 1.0)
+        finish = unused * (o * terms.od_refund[t] + s * terms.sp_refund[t] + terms.value_unused[t]) \
+            + terms.value_end[t]
+        now = np.where(fin, finish, 0.0) - (o * terms.od_cost[t] + s * terms.sp_cost[t])
+        ok = fin | (after <= terms.lim[t]) | (run & (mv.k == self.full_od) & (after - terms.lim[t] <= self.job.work))
+        return np.where(ok, now + np.where(fin, 0.0, later), -np.inf), fin, now, ok
+
+    # --------------------------------------------------------------------------------- backward pass
+
+    def _kinds(self, terms: WindowTerms, grid: Grid, pend: np.ndarray, ws: Workspace) -> np.ndarray:
+        """Fill the workspace's move kinds: a change of allocation (pending = delta), then keeping one with each
+        pending value; per kind, both tables (guide, upper), every level and allocation: whether the slot
+        finishes, the work left after it, the unused share of a finishing slot and where the next slot's
+        table is read. Returns the work left at each level of both tables (an idle slot's)."""
+        job, dt, R = self.job, self.dt, float(terms.remaining)
+        K, P, n = self.alloc.size, pend.size, grid.n
+        S = 1 + K * P
+        rep = np.stack([grid.guide, grid.high])[:, :, None]  # (2, n, 1)
+        rate = self.alloc.rate[None, None, :]  # (1, 1, K)
+        delta = float(job.overhead_h)
+        kinds = [(min(dt, delta), max(0.0, delta - dt))] + [(min(dt, float(p)), max(0.0, float(p) - dt)) for p in pend]
+        for e, (loss, p_next) in enumerate(kinds):
+            cap = rate * (dt - loss)
+            left = ws.left_after[e]
+            np.subtract(R, rep + cap, out=left)
+            np.less_equal(left, self.tol, out=ws.finishes[e])
+            np.clip((dt - (loss + (R - rep) / rate)) / dt, 0.0, 1.0, out=ws.unused[e])
+            ws.unused[e][~ws.finishes[e]] = 0.0
+            # whole levels a slot adds: the nearest for the guide table, rounded up for the upper one
+            shift = np.concatenate([np.rint(cap / grid.q), np.ceil(cap / grid.q)]).astype(np.int64)  # (2, 1, K)
+            rows = 1 + np.arange(K) * P + int(_nearest(pend, np.array([p_next]))[0])
+            level = np.minimum(np.arange(n)[None, :, None] + shift, n - 1)
+            ws.index[e] = (np.arange(2)[:, None, None] * n + level) * S + rows[None, None, :]
+        return R - rep[:, :, 0]
+
+    def _slot(self, terms: WindowTerms, t: int, nxt: np.ndarray, ws: Workspace, idle_left: np.ndarray,
+              out: np.ndarray) -> None:
+        """The tables at the start of slot t (into `out`) from those at t+1 (both (2, levels, states))."""
+        if t >= terms.left:  # nothing runs: idle, and the net does not apply
+            out[:] = nxt[:, :, :1]
+            return
+        al, lim = self.alloc, float(terms.lim[t])
+        _, n, S = nxt.shape
+        P = (S - 1) // al.size
+        K = al.allowed(terms.s_hi[t])  # the allocations this slot allows: a prefix
+        idle = np.where(idle_left <= lim, nxt[:, :, 0], -np.inf)  # (2, n)
+        if K == 0:
+            out[:] = idle[:, :, None]
+            return
+        flat = nxt.ravel()
+        cost = al.o[:K] * terms.od_cost[t] + al.s[:K] * terms.sp_cost[t]
+        gain = al.o[:K] * terms.od_refund[t] + al.s[:K] * terms.sp_refund[t] + terms.value_unused[t]
+        f = self.full_od if 0 <= self.full_od < K else None
+        gathered, finished, _ = (ws.flat("scratch", i, K, (2, n)) for i in range(3))
+        bad = ws.flat("bad", -1, K, (2, n))
+        values = []
+        for e in range(1 + P):
+            left = ws.left_after[e][:, :, :K]
+            np.greater(left, lim, out=bad)  # the net fires and the slot did not run N_max on demand
+            if f is not None:
+                bad[:, :, f] &= left[:, :, f] - lim > self.job.work
+            np.take(flat, ws.index[e][:, :, :K], out=gathered, mode="clip")
+            np.copyto(gathered, -np.inf, where=bad)
+            np.multiply(ws.unused[e][:, :, :K], gain, out=finished)
+            finished += terms.value_end[t]
+            np.copyto(gathered, finished, where=ws.finishes[e][:, :, :K])
+            v = ws.flat("values", e, K, (2, n))
+            np.subtract(gathered, cost, out=v)
+            values.append(v)
+        # from a running state: idle, change to the best other allocation, or keep it (top two changes)
+        change = values[0]
+        best = change.argmax(axis=2)[:, :, None]
+        v1 = np.take_along_axis(change, best, axis=2)
+        masked = ws.flat("scratch", 2, K, (2, n))
+        np.copyto(masked, change)
+        np.put_along_axis(masked, best, -np.inf, axis=2)
+        v2 = np.take_along_axis(masked, masked.argmax(axis=2)[:, :, None], axis=2)
+        top = np.maximum(idle[:, :, None], v1)
+        out[:, :, :1] = top
+        out[:, :, 1 + K * P:] = top  # allocations this slot does not allow: idle or change
+        base = ws.flat("scratch", 0, K, (2, n))  # the best change, but for the best allocation itself
+        np.copyto(base, top)
+        np.put_along_axis(base, best, np.maximum(v2, idle[:, :, None]), axis=2)
+        for j, v in enumerate(values[1:]):  # keep: state 1 + k*P + j
+            np.maximum(base, v, out=out[:, :, 1 + j:1 + K * P:P])
+
+
+def _nearest(values: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Index of the nearest of the sorted `values` for each x (pending overheads computed two ways agree)."""
+    return np.abs(np.asarray(x, dtype=float)[:, None] - values[None, :]).argmin(axis=1)
