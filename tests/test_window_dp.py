@@ -1,8 +1,8 @@
 """The window problem's dynamic programme (`spotlab.optimum.window_dp`) against its MILP.
 
-- On random small windows (any GPU range, beta of either sign, overheads shorter and longer than a slot with
-  pending overhead, tails or none, the net's three variants, windows past the hard deadline, giving up or
-  not): the DP's plan is within the gap of the MILP's optimum, its bound is a true bound, its objective is
+- On random small windows (any GPU range, beta of either sign or a measured throughput table, overheads
+  shorter and longer than a slot with pending overhead, tails or none, the net's three variants, windows past
+  the hard deadline, giving up or not): the DP's plan is within the gap of the MILP's optimum, its bound is a true bound, its objective is
   the utility of a real schedule (never above the optimum) and its work is what the simulator credits.
 - CHC with the DP by default: a time-out without a plan still falls back to uniform progress and is
   counted; the MILP stays selectable; a job of negative value is left to the MILP.
@@ -50,9 +50,11 @@ def test_dp_plans_are_within_the_gap_of_the_milp(seed):
     n_max = int(rng.integers(1, 5))
     n_min = int(rng.integers(1, n_max + 1))
     overhead = float(rng.choice([0.0, 0.25, 0.75, 1.5]))
-    job = small_job(n_min=n_min, n_max=n_max, work=n_max * float(rng.uniform(3, 10)),
-                    throughput=Throughput(1.0, float(rng.uniform(-0.3, 0.5))), overhead_h=overhead,
-                    value=float(rng.choice([0.0, 60.0, 600.0])), miss_penalty=float(rng.choice([0.0, 100.0])))
+    tp = Throughput(1.0, float(rng.uniform(-0.3, 0.5))) if rng.random() < 0.7 else \
+        Throughput.from_table({n: n * float(rng.uniform(0.7, 1.0)) for n in range(1, n_max + 1)})  # measured
+    job = small_job(n_min=n_min, n_max=n_max, work=n_max * float(rng.uniform(3, 10)), throughput=tp,
+                    overhead_h=overhead, value=float(rng.choice([0.0, 60.0, 600.0])),
+                    miss_penalty=float(rng.choice([0.0, 100.0])))
     w = int(rng.integers(1, 7))
     a = rng.integers(0, n_max + 1, w)
     sp = rng.uniform(0.3, 2.5, w)

@@ -175,12 +175,12 @@ def build_window_model(job: Job, w: int, slot_hours: float, pending_h: float = 0
     # R - cum[k], could still be finished by N_max on-demand GPUs from slot k+1 with one restart; lim[k] =
     # H(N_max) * ((slots left after k) * dt - delta) is set per solve. Either R - cum[k] <= lim[k], or the
     # plan runs N_max on-demand GPUs in slot k (z[k] = 1, what the net would impose), or it is done (f[k] = 1).
-    m.K = pe.RangeSet(0, T - 1)
-    m.lim = pe.Var(m.K)  # fixed per solve
-    m.z = pe.Var(m.K, domain=pe.Binary)
-    m.net = pe.Constraint(m.K, rule=lambda m, k: m.state["R"] - m.cum[k] - m.lim[k]
+    m.N = pe.RangeSet(0, T - 1)  # (not K: a throughput table's counts are m.K)
+    m.lim = pe.Var(m.N)  # fixed per solve
+    m.z = pe.Var(m.N, domain=pe.Binary)
+    m.net = pe.Constraint(m.N, rule=lambda m, k: m.state["R"] - m.cum[k] - m.lim[k]
                           - big * m.z[k] - (big + job.max_rate * ((T + 1) * dt + job.overhead_h)) * m.f[k] <= 0)
-    m.net_od = pe.Constraint(m.K, rule=lambda m, k: m.o[k] >= job.n_max * m.z[k])
+    m.net_od = pe.Constraint(m.N, rule=lambda m, k: m.o[k] >= job.n_max * m.z[k])
 
     # The fluid tail after the window
     B = int(blocks)
@@ -201,7 +201,7 @@ def build_window_model(job: Job, w: int, slot_hours: float, pending_h: float = 0
     # Objective with placeholder coefficients; every solve sets the real ones (prices, value by slot).
     m.utility = pe.Objective(
         expr=sum(m.f[t] + m.cum[t] - m.o[t] - m.s[t] for t in m.T)
-        + sum(m.ft[j] - m.gs[j] - m.go[j] for j in m.B) + sum(m.z[k] for k in m.K)
+        + sum(m.ft[j] - m.gs[j] - m.go[j] for j in m.B) + sum(m.z[k] for k in m.N)
         + sum(m.rho[t] + sum(m.z_o[t, b] + m.z_s[t, b] for b in m.bits) for t in m.T),
         sense=pe.maximize)
     return m
