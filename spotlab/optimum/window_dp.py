@@ -209,7 +209,11 @@ class WindowDP:
         self.workspace_: Workspace | None = None
 
     def _workspace(self, n: int, P: int) -> Workspace:
+        """The first grid's workspace is kept (~10 MB at the defaults); a refined grid's is not (rare, and up to
+        8x larger)."""
         shape = (self.w, n, self.alloc.size, P)
+        if n != self.levels:
+            return Workspace(*shape)
         if self.workspace_ is None or self.workspace_.shape != shape:
             self.workspace_ = Workspace(*shape)
         return self.workspace_
