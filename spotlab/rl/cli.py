@@ -51,7 +51,7 @@ def add_parsers(sub: Any, finite: Any, positive_int: Any, progress_option: Any) 
                         description="Run the agent (argmax choices) and every heuristic scheduler on the first N "
                                     "test windows of TRACE on PRESET (held out from training: later in time) and "
                                     "report per scheduler the mean queueing delay, JCT, bounded slowdown and "
-                                    "utilisation with 95%% intervals over the windows, and the agent's change "
+                                    "utilisation with 95% intervals over the windows, and the agent's change "
                                     "against FCFS and against the best heuristic.")
     e.add_argument("--preset", required=True, help="cluster preset (philly, helios, alibaba, ...)")
     e.add_argument("--trace", required=True, help="job trace name or file")
