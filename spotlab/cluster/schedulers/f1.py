@@ -10,15 +10,9 @@ the traces carry no user estimate; RLTune's F1 sees true runtimes too) or estima
 from __future__ import annotations
 
 import math
-from numbers import Integral
-from typing import TYPE_CHECKING, Sequence
 
-from ...params import Boolean, Interval
 from ..state import Option, SimJob
-from .priority import RUNTIMES, PriorityScheduler, by_key, runtime
-
-if TYPE_CHECKING:
-    from ..engine import Engine
+from .priority import OptionKeyed, runtime
 
 __all__ = ["F1", "f1_score"]
 
@@ -29,22 +23,10 @@ def f1_score(job: SimJob, option: Option, runtimes: str = "true") -> float:
     return math.log10(r if r > 0 else 0.1) * option.gpus + 870 * math.log10(s if s > 0 else 0.1)
 
 
-class F1(PriorityScheduler):
+class F1(OptionKeyed):
     """Lowest F1 score first (module doc)."""
 
     name = "f1"
-    _parameter_constraints = {"window": [Interval(Integral, 1, None)], "blocking": [Boolean()],
-                              "runtimes": [RUNTIMES]}
 
-    def __init__(self, window: int = 128, blocking: bool = True, runtimes: str = "true") -> None:
-        super().__init__(window, blocking)
-        self.runtimes = runtimes
-        self.check_params()
-
-    def order(self, engine: Engine, jobs: Sequence[int]) -> list[int]:
-        st, kind = engine.state, self.runtimes
-        keys = []
-        for j in jobs:
-            job = st.jobs[j]
-            keys.append(min(f1_score(job, job.options[oi], kind) for oi in st.offered[j]))
-        return by_key(jobs, keys)
+    def option_key(self, job: SimJob, option: Option) -> float:
+        return f1_score(job, option, self.runtimes)

@@ -27,7 +27,7 @@ from .base import Scheduler
 if TYPE_CHECKING:
     from ..engine import Engine
 
-__all__ = ["PriorityScheduler", "by_key", "runtime", "start_first_fit"]
+__all__ = ["OptionKeyed", "PriorityScheduler", "by_key", "runtime", "start_first_fit"]
 
 RUNTIMES = Options("true", "estimated")
 
@@ -74,6 +74,28 @@ class PriorityScheduler(Scheduler):
                 start_first_fit(engine, j)
                 if not st.total_free:
                     return
+
+
+class OptionKeyed(PriorityScheduler):
+    """Ranks each job by the lowest key of its offered options, smallest first; the key may read runtimes, true
+    (an oracle) or estimated (``runtimes``). Subclasses give `option_key`."""
+
+    _parameter_constraints: dict[str, list[Any]] = {"window": [Interval(Integral, 1, None)],
+                                                    "blocking": [Boolean()], "runtimes": [RUNTIMES]}
+
+    def __init__(self, window: int = 128, blocking: bool = True, runtimes: str = "true") -> None:
+        super().__init__(window, blocking)
+        self.runtimes = runtimes
+        self.check_params()
+
+    @abstractmethod
+    def option_key(self, job: SimJob, option: Option) -> float:
+        """The rank of running ``job`` with ``option`` (smaller starts first)."""
+
+    def order(self, engine: Engine, jobs: Sequence[int]) -> list[int]:
+        st = engine.state
+        keys = [min(self.option_key(st.jobs[j], st.jobs[j].options[oi]) for oi in st.offered[j]) for j in jobs]
+        return by_key(jobs, keys)
 
 
 def by_key(jobs: Sequence[int], keys: Sequence[float]) -> list[int]:

@@ -7,34 +7,16 @@ Ties keep queue order, so with equal runtimes it is FCFS. Blocking or not as eve
 
 from __future__ import annotations
 
-from numbers import Integral
-from typing import TYPE_CHECKING, Sequence
-
-from ...params import Boolean, Interval
-from .priority import RUNTIMES, PriorityScheduler, by_key, runtime
-
-if TYPE_CHECKING:
-    from ..engine import Engine
+from ..state import Option, SimJob
+from .priority import OptionKeyed, runtime
 
 __all__ = ["ShortestJobFirst"]
 
 
-class ShortestJobFirst(PriorityScheduler):
+class ShortestJobFirst(OptionKeyed):
     """Shortest (true, by default: an oracle) runtime first (module doc)."""
 
     name = "sjf"
-    _parameter_constraints = {"window": [Interval(Integral, 1, None)], "blocking": [Boolean()],
-                              "runtimes": [RUNTIMES]}
 
-    def __init__(self, window: int = 128, blocking: bool = True, runtimes: str = "true") -> None:
-        super().__init__(window, blocking)
-        self.runtimes = runtimes
-        self.check_params()
-
-    def order(self, engine: Engine, jobs: Sequence[int]) -> list[int]:
-        st, kind = engine.state, self.runtimes
-        keys = []
-        for j in jobs:
-            job = st.jobs[j]
-            keys.append(min(runtime(job, job.options[oi], kind) for oi in st.offered[j]))
-        return by_key(jobs, keys)
+    def option_key(self, job: SimJob, option: Option) -> float:
+        return runtime(job, option, self.runtimes)
