@@ -47,3 +47,13 @@ def test_bools_strings_and_non_finite_numbers_are_never_numbers(value):
     with pytest.raises(PredictionError, match="period_hours must be a finite number of hours > 0"):
         make_predictor("seasonal_naive", period_hours=value) if not isinstance(value, str) \
             else predictor_class("seasonal_naive")(period_hours=value).check_params()
+
+
+def test_resolved_params_name_every_default_so_experiment_keys_follow_them():
+    from spotlab.policies.registry import resolved_params
+
+    full = resolved_params("chc", {"w": 6})
+    assert full["w"] == 6 and full["method"] == "auto" and full["v"] == 1
+    assert resolved_params("select")["prefer"] == "uniform_progress"
+    with pytest.raises(PolicyError, match="no parameter 'window'"):
+        resolved_params("chc", {"window": 3})

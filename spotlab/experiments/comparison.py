@@ -42,6 +42,7 @@ import pandas as pd
 from ..errors import PolicyError, TraceError
 from ..market import Market
 from ..policies import make_policy
+from ..policies.registry import resolved_params
 from ..policies.select import ALGORITHMS, known_from
 from ..policies.hedge import SelectionRun, adahedge, exp3, hedge, loglog_slope, regret_bound_hedge, warm_started
 from ..simulator import SimSettings, horizon_slots, simulate
@@ -363,7 +364,8 @@ def main_comparison(markets: Iterable[str | Market] | Mapping[str, Market] | str
         base = {"market": _fingerprint(mkt), "spec": asdict(spec), "stride": strides[key], "max_jobs": max_jobs,
                 "seed": seed, "jobs": episodes.n}
         for label, (name, params) in checked.items():
-            cells.append(Cell("main comparison", {**base, "method": label, "policy": name, "params": params},
+            cells.append(Cell("main comparison", {**base, "method": label, "policy": name, "params": params,
+                                                  "resolved": resolved_params(name, params)},
                               {"market": key, "method": label}, seed, (episodes, job), key_length=12))
 
     def compute(cell: Cell) -> pd.DataFrame:

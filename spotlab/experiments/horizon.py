@@ -48,6 +48,7 @@ import pandas as pd
 
 from ..job import Job
 from ..market import Market
+from ..policies.registry import resolved_params
 from ..policies.select import ALGORITHMS
 from ..simulator import Episodes
 from . import setups as su
@@ -210,7 +211,7 @@ def _optimum(solver: str, time_limit: float) -> Method:
 def _config(method: Method, setup: Setup, seed: int) -> dict[str, Any]:
     """What a cell's rows depend on; its hash is the `config` column."""
     return {"policy": method.policy, "params": method.params, "seed": int(seed), "setup": setup.describe,
-            "windows": list(setup.episodes.names)}
+            "windows": list(setup.episodes.names), "resolved": resolved_params(method.policy, method.params)}
 
 
 def _rows(df: pd.DataFrame, experiment: str, setup: Setup, method: Method, seed: int, config: str) -> pd.DataFrame:

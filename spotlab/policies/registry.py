@@ -39,3 +39,9 @@ def make_policy(name: str, params: Mapping[str, Any] | None = None, safety_net: 
     if not getattr(policy, "online", False) or safety_net == "off":
         return policy
     return SafetyNet(policy, safety_net, give_up)
+
+
+def resolved_params(name: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Every parameter of policy `name` as it would run: the given ones and the defaults of the rest. An
+    experiment hashes these, so a cached result is not reused after a default changes."""
+    return build(policy_class(name), dict(params or {}), f"policy {name!r}", PolicyError).get_params()
