@@ -69,13 +69,10 @@ def _read_strings(path: Path) -> pd.DataFrame:
 
 
 def _fail_rows(path: Path, column: str, bad: np.ndarray, raw: pd.Series, problem: str) -> None:
-    """Raise naming the column, the file lines (header = line 1) and the values of the first bad rows."""
-    idx = np.flatnonzero(bad)
-    if idx.size == 0:
-        return
-    shown = ", ".join(f"line {i + 2}: {raw.iloc[i]!r}" for i in idx[:_SHOWN_ROWS])
-    more = f" and {idx.size - _SHOWN_ROWS} more" if idx.size > _SHOWN_ROWS else ""
-    raise WorkloadError(f"{path}: column {column!r}: {problem} in {idx.size} row(s) ({shown}{more})")
+    """Raise a `WorkloadError` naming the column, the file lines and the values of the first bad rows."""
+    from .job_table import _fail
+
+    _fail(path, column, bad, raw, problem, error=WorkloadError, shown=_SHOWN_ROWS)
 
 
 def _numeric(path: Path, df: pd.DataFrame, column: str, integer: bool = False) -> np.ndarray:

@@ -38,7 +38,7 @@ from types import MappingProxyType
 import numpy as np
 import pandas as pd
 
-from ..errors import JobTableError, TraceError
+from ..errors import JobTableError, SpotlabError, TraceError
 
 __all__ = ["COLUMNS", "DTYPES", "STATUSES", "SUBSTITUTES", "SYNTHETIC_USERS", "TRACES", "job_table", "job_windows",
            "offered_load", "read_job_table", "with_load", "with_multi_gpu_share"]
@@ -111,14 +111,16 @@ def _read_csv(path: Path) -> pd.DataFrame:
     return df[~blank.to_numpy()]  # the index stays the row's position in the file: line = index + 2
 
 
-def _fail(path: Path, column: str, bad: np.ndarray, raw: pd.Series, problem: str) -> None:
-    """Raise naming the column, the first offending file lines (header = line 1) and their values."""
+def _fail(path: Path, column: str, bad: np.ndarray, raw: pd.Series, problem: str,
+          error: type[SpotlabError] = TraceError, shown: int = _SHOWN) -> None:
+    """Raise `error` naming the column, the first offending file lines (header = line 1; `raw`'s index is the row's
+    position in the file) and their values. Also the row check of `alibaba_philly_workload`."""
     idx = np.flatnonzero(bad)
     if idx.size == 0:
         return
-    shown = ", ".join(f"line {raw.index[i] + 2}: {raw.iloc[i]!r}" for i in idx[:_SHOWN])
-    more = f" and {idx.size - _SHOWN} more" if idx.size > _SHOWN else ""
-    raise TraceError(f"{path}: column {column!r}: {problem} in {idx.size} row(s) ({shown}{more})")
+    lines = ", ".join(f"line {raw.index[i] + 2}: {raw.iloc[i]!r}" for i in idx[:shown])
+    more = f" and {idx.size - shown} more" if idx.size > shown else ""
+    raise error(f"{path}: column {column!r}: {problem} in {idx.size} row(s) ({lines}{more})")
 
 
 def _numbers(path: Path, df: pd.DataFrame, column: str, *, integer: bool = False, nonneg: str = "",
