@@ -56,6 +56,19 @@ def dp_applies(job: Job) -> bool:
     return int(job.n_min) == int(job.n_max)
 
 
+def window_arrays(T: int, avail, spot_price, od_price) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The first `T` slots of one window's availability and prices, checked (finite, non-negative prices)."""
+    avail = np.asarray(avail)[:T]
+    sp = np.asarray(spot_price, dtype=float)[:T]
+    od = np.asarray(od_price, dtype=float)[:T]
+    if avail.shape != (T,) or sp.shape != (T,) or od.shape != (T,):
+        raise SolverError(f"the window needs {T} slots of availability and prices")
+    for label, arr in (("spot price", sp), ("on-demand price", od)):
+        if not np.all(np.isfinite(arr)) or np.any(arr < 0):
+            raise SolverError(f"the {label} must be a finite non-negative value for each of the {T} slots")
+    return avail, sp, od
+
+
 @dataclass(frozen=True)
 class LostLevels:
     """The lost-time levels `A*slot + B*r` up to the slack, and where +slot / +r lead (`n` = dead)."""
@@ -368,7 +381,7 @@ class AllocationRelaxation:
 
     def _sweep(self, lams: np.ndarray, avail, sp, od, keep: bool):
         """g(lam) + lam*L for each multiplier (vector), and the argmax decisions when `keep`."""
-        job, dt, T, J = self.job, self.dt, self.horizon, self.J
+        dt, T, J = self.dt, self.horizon, self.J
         K, Lm = self.o.size, lams.size
         # F[lam, k, j]: best -cost + lam*work so far, having run allocation k for j slots (capped); idle apart
         F = np.full((Lm, K, J), -np.inf)
@@ -584,14 +597,7 @@ class WorkLatticeDP:
             raise SolverError("the work-lattice DP does not apply here (work per slot not on a small lattice, or "
                               f"{self.cells:,} cells over the limit of {self.max_cells:,}); use method='milp'")
         T, rel, job, dt, q = self.horizon, self.rel, self.job, self.dt, self.q
-        avail = np.asarray(avail)[:T]
-        sp = np.asarray(spot_price, dtype=float)[:T]
-        od = np.asarray(od_price, dtype=float)[:T]
-        if avail.shape != (T,) or sp.shape != (T,) or od.shape != (T,):
-            raise SolverError(f"the window needs {T} slots of availability and prices")
-        for label, arr in (("spot price", sp), ("on-demand price", od)):
-            if not np.all(np.isfinite(arr)) or np.any(arr < 0):
-                raise SolverError(f"the {label} must be a finite non-negative value for each of the {T} slots")
+        avail, sp, od = window_arrays(T, avail, spot_price, od_price)
         K, J, NW = rel.o.size, rel.J, self.levels
         S = self.states
         dead = -np.inf if self.must_finish else -float(job.miss_penalty)
@@ -660,7 +666,7 @@ class WorkLatticeDP:
                              seconds=time.perf_counter() - started, bound=objective, gap=0.0)
 
     def _read_back(self, decisions: np.ndarray, units: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        T, rel, J, NW = self.horizon, self.rel, self.rel.J, self.levels
+        T, rel, J = self.horizon, self.rel, self.rel.J
         o = np.zeros(T, dtype=np.int64)
         s = np.zeros(T, dtype=np.int64)
         state, level = 0, 0
@@ -741,14 +747,7 @@ class ParetoLabelDP:
     def solve_window(self, avail, spot_price, od_price, *_, **__) -> OptimumResult:
         started = time.perf_counter()
         T, rel, job, dt = self.horizon, self.rel, self.job, self.dt
-        avail = np.asarray(avail)[:T]
-        sp = np.asarray(spot_price, dtype=float)[:T]
-        od = np.asarray(od_price, dtype=float)[:T]
-        if avail.shape != (T,) or sp.shape != (T,) or od.shape != (T,):
-            raise SolverError(f"the window needs {T} slots of availability and prices")
-        for label, arr in (("spot price", sp), ("on-demand price", od)):
-            if not np.all(np.isfinite(arr)) or np.any(arr < 0):
-                raise SolverError(f"the {label} must be a finite non-negative value for each of the {T} slots")
+        avail, sp, od = window_arrays(T, avail, spot_price, od_price)
         if not self.applies:
             raise SolverError("the label DP needs a job value >= 0; use method='milp'")
         K, J, L = rel.o.size, rel.J, float(job.work)
