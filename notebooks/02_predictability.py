@@ -43,7 +43,6 @@ from spotlab.experiments.figures import project_path
 
 out_dir = str(project_path(out_dir))  # relative: under the project root, wherever the notebook runs
 import matplotlib.pyplot as plt
-import numpy as np
 import pandas as pd
 import seaborn as sns
 from IPython.display import display

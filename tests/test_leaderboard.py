@@ -9,7 +9,6 @@ import json
 import tarfile
 import threading
 from functools import partial
-from pathlib import Path
 
 import numpy as np
 import pandas as pd

@@ -15,7 +15,7 @@ from spotlab.job import Job, Throughput
 from spotlab.market import Market
 from spotlab.optimum import OptimumProblem, solve_optimum
 from spotlab.optimum.dp import (AllocationRelaxation, FixedCountDP, ParetoLabelDP, TooManyLabels, WorkLatticeDP,
-                               dp_applies, lost_levels, work_quantum)
+                               dp_applies, lost_levels)
 from spotlab.policies import make_policy
 from spotlab.simulator import SimSettings, horizon_slots, simulate
 

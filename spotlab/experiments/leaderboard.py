@@ -162,7 +162,6 @@ def run(
     cells = [(env, float(dl), float(ov), pol) for env in dict.fromkeys(windows["env"]) for dl in deadlines
              for ov in overheads for pol in policies]
     semantics = Semantics.cant_be_late()
-    episodes: dict[str, tuple[pd.DataFrame, Episodes]] = {}
     key = ["env", "window", "start_tick", "deadline", "overhead", "policy"]
     asked = []
     for env, dl, ov, pol in tqdm(cells, desc="leaderboard cells", unit="cell", disable=not progress):

@@ -94,9 +94,9 @@ class Optimal(Params):
             return None
         dp = exact_dp(ctx.job, ctx.horizon, ctx.episodes.slot_hours, self.must_finish, ctx.settings.billing)
         if dp is None and self.method == "dp":
-            raise PolicyError(f"optimal: no exact DP applies to this job (it needs N_min = N_max, or work per slot "
-                              f"on a small lattice: throughput, slot and overhead on simple fractions); "
-                              f"use method='auto' or 'milp'")
+            raise PolicyError("optimal: no exact DP applies to this job (it needs N_min = N_max, or work per slot "
+                              "on a small lattice: throughput, slot and overhead on simple fractions); "
+                              "use method='auto' or 'milp'")
         return dp
 
     def reset(self, ctx: Context) -> None:
