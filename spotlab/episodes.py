@@ -69,7 +69,7 @@ class Episodes:
         length = stops - starts
         T = int(length.max())
         full = bool(np.all(length == T))
-        avail = _cut(market.avail, starts, T, 0)
+        avail = _cut(market.avail.astype(_compact_int(market.avail), copy=False), starts, T, 0)
         sp = _cut(market.spot_price, starts, T, np.nan, constant_ok=full)
         od = _cut(market.od_price, starts, T, np.nan, constant_ok=full)
         if not full:  # shorter windows: nothing past their end (padding)
@@ -110,6 +110,19 @@ def _cut(series: np.ndarray, starts: np.ndarray, width: int, fill: float, consta
         np.take(series, at, out=row)
         at += 1
     return out.T
+
+
+def _compact_int(values: np.ndarray) -> type:
+    """The narrowest integer type that holds these counts: cutting 30,000 windows of 554 slots gathers 16.6
+    million cells, ~10x faster as int8 than as int64 (memory traffic), and the simulator widens one slot at a
+    time."""
+    top = int(values.max()) if values.size else 0
+    low = int(values.min()) if values.size else 0
+    for kind in (np.int8, np.int16, np.int32):
+        info = np.iinfo(kind)
+        if info.min <= low and top <= info.max:
+            return kind
+    return np.int64
 
 
 def _require_prices(m: Market) -> None:

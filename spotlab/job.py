@@ -8,6 +8,7 @@ from the start of the job's window.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Mapping
 
 import numpy as np
@@ -113,9 +114,9 @@ class Job:
             raise JobError("work in GPU-hours needs H(1); the throughput table has no entry for 1 GPU")
         return cls(work=work_hours * h1, deadline_h=deadline_h, **kw)
 
-    @property
+    @cached_property
     def max_rate(self) -> float:
-        """Throughput on N_max GPUs: the fastest the job can go."""
+        """Throughput on N_max GPUs: the fastest the job can go (cached: the deadline rules ask every slot)."""
         return float(self.throughput(self.n_max))
 
     def value_at(self, completion_h: np.ndarray | float) -> np.ndarray:

@@ -9,11 +9,15 @@ survive the whole slot) and price the *time-weighted mean* (what a slot would ha
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from datetime import timedelta
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from .errors import TraceError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass(frozen=True, eq=False)
@@ -73,6 +77,7 @@ class Market:
 
     @property
     def times(self) -> pd.DatetimeIndex | None:
+        import pandas as pd
         if self.start is None:
             return None
         return self.start + pd.to_timedelta(np.arange(len(self)) * self.slot_hours, unit="h")
@@ -90,7 +95,7 @@ class Market:
         """Slots `[start, stop)` as a market of their own (slot 0 = `start`)."""
         if not (0 <= start < stop <= len(self)):
             raise TraceError(f"{self.name}: window [{start}, {stop}) outside the trace's 0..{len(self)} slots")
-        new_start = None if self.start is None else self.start + pd.Timedelta(hours=start * self.slot_hours)
+        new_start = None if self.start is None else self.start + timedelta(hours=start * self.slot_hours)
         return replace(
             self,
             avail=self.avail[start:stop],
@@ -173,7 +178,7 @@ def resample(obs: Observations, slot_hours: float | None = None) -> Market:
         od_price=weighted(obs.od_price),
         slot_hours=slot_s / 3600.0,
         requested=int(obs.requested),
-        start=obs.origin + pd.Timedelta(seconds=float(obs.seconds[0])) if obs.origin is not None else None,
+        start=obs.origin + timedelta(seconds=float(obs.seconds[0])) if obs.origin is not None else None,
         name=obs.name,
         meta=dict(obs.meta, native_step_seconds=step),
     )

@@ -76,12 +76,15 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from .errors import TraceError
 from .market import Market, Observations
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 ALL = "all"
 SPOT_RULES = ("flagged", "p10", "p25", "min")
@@ -172,6 +175,7 @@ def _count(value: object, what: str, fail) -> int:
 
 
 def _parse_line(path: Path, n: int, text: str) -> Snapshot:
+    import pandas as pd
     def fail(problem: str) -> None:
         raise TraceError(f"{path}: line {n}: {problem}")
 
@@ -325,6 +329,7 @@ def snapshot_table(path: str | Path, tier_tol: float = 0.05) -> pd.DataFrame:
     capacity under each rule (listed configurations, GPUs listed, GPUs at the spot price), plus how many
     providers list. What notebook 01 plots: the capacity's daily cycle is in these counts, not in the capped
     availability of a `Market`."""
+    import pandas as pd
     rows = []
     for s in read_snapshots(path):
         flagged = [c.min_price for c in s.configs if c.spot]
@@ -341,6 +346,7 @@ def snapshot_table(path: str | Path, tier_tol: float = 0.05) -> pd.DataFrame:
 
 def provider_table(path: str | Path) -> pd.DataFrame:
     """One row per (snapshot, provider listed): listings, min and mean price. Absent providers have no row."""
+    import pandas as pd
     rows = [{"time": s.time, "provider": name, "offers": c, "min": lo, "avg": mean}
             for s in read_snapshots(path) for name, (c, lo, mean) in s.providers.items()]
     return pd.DataFrame(rows, columns=["time", "provider", "offers", "min", "avg"])
@@ -367,6 +373,7 @@ def _check_options(zone: str, spot: str, capacity: str, gaps: str, tier_tol: flo
 
 def _fill(values: np.ndarray) -> np.ndarray:
     """Carry prices forward over a provider's absences, and back from its first snapshot."""
+    import pandas as pd
     s = pd.Series(values, dtype=float)
     return s.ffill().bfill().to_numpy()
 

@@ -19,10 +19,9 @@ Per slot t (all windows at once):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, Sequence
+from typing import TYPE_CHECKING, Collection, Literal, Sequence
 
 import numpy as np
-import pandas as pd
 
 from .errors import ArgumentError, TraceError
 from .job import Job
@@ -31,6 +30,17 @@ from .market import Market
 from .policies.base import (  # noqa: F401  (the policy interface, re-exported for old import paths)
     EPS, Context, Observation, Policy, ceil_slots, check_action, deadline_pressure, floor_slots,
     not_worth_finishing)
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+# The per-slot arrays a simulation can record, (windows, slots) each; the first eleven are written slot by
+# slot, the last three are views of the market windows.
+RECORDED = ("alive", "o", "s", "s_requested", "preempted", "reconfig", "overhead_h", "billed_h", "work", "cost",
+            "remaining", "avail", "spot_price", "od_price")
+_DTYPES = {"alive": bool, "reconfig": bool, "o": np.int64, "s": np.int64, "s_requested": np.int64,
+           "preempted": np.int64}
 
 
 @dataclass(frozen=True)
@@ -82,6 +92,7 @@ class SimulationResult:
         return self.done & (self.completion_h <= self.job.hard_deadline_h + EPS)
 
     def summary(self) -> pd.DataFrame:
+        import pandas as pd
         a = self.arrays
         return pd.DataFrame(
             {
@@ -120,6 +131,7 @@ class SimulationResult:
 
     def records(self) -> pd.DataFrame:
         """The per-slot record, one row per (window, slot) while the job was alive."""
+        import pandas as pd
         a = self.arrays
         W, H = a["o"].shape
         alive = a["alive"]
@@ -131,6 +143,7 @@ class SimulationResult:
         for k in ("avail", "spot_price", "od_price", "o", "s", "s_requested", "preempted", "reconfig",
                   "overhead_h", "billed_h", "work", "cost", "remaining"):
             data[k] = a[k][alive]
+        data["avail"] = data["avail"].astype(np.int64)
         return pd.DataFrame(data)
 
 
@@ -145,8 +158,12 @@ def simulate(
     job: Job,
     settings: SimSettings | None = None,
     seed: int = 0,
+    record: Collection[str] | None = None,
 ) -> SimulationResult:
-    """Replay `policy` on every window of `market` and account work, overhead and cost exactly."""
+    """Replay `policy` on every window of `market` and account work, overhead and cost exactly.
+
+    `record` names the per-slot arrays to keep (default: all of `RECORDED`); a long run that only needs its
+    metrics records one or two and never allocates the rest."""
     _check_arguments(policy, market, job, settings)
     settings = settings or SimSettings()
     if isinstance(market, Episodes):
@@ -169,15 +186,17 @@ def simulate(
     policy.reset(ctx)
     name = getattr(policy, "name", type(policy).__name__)
 
-    names = ("o", "s", "s_requested", "preempted", "overhead_h", "billed_h", "work", "cost", "remaining")
+    rec = set(RECORDED) if record is None else set(record)
+    unknown = rec - set(RECORDED) - {"gave_up"}  # per window, always kept
+    if unknown:
+        raise ArgumentError(f"simulate: cannot record {', '.join(sorted(unknown))}; "
+                            f"the per-slot arrays are {', '.join(RECORDED)}")
     # (W, H) views of slot-major buffers: each slot writes one contiguous row, not W strided cells
-    ints = ("o", "s", "s_requested", "preempted")
-    arr = {k: np.zeros((H, W), dtype=np.int64 if k in ints else float).T for k in names}
-    arr["reconfig"] = np.zeros((H, W), dtype=bool).T
-    arr["alive"] = np.zeros((H, W), dtype=bool).T
-    arr["avail"] = ep.avail[:, :H]
-    arr["spot_price"] = ep.spot_price[:, :H]
-    arr["od_price"] = ep.od_price[:, :H]
+    arr = {k: np.zeros((H, W), dtype=_DTYPES.get(k, float)).T for k in RECORDED[:11] if k in rec}
+    for k in ("avail", "spot_price", "od_price"):
+        if k in rec:  # views of the windows (avail in their own, possibly narrow, integer type)
+            arr[k] = getattr(ep, k)[:, :H]
+    out = {k: arr[k] for k in RECORDED[:11] if k in arr}  # what the loop writes, slot by slot
 
     remaining = np.full(W, float(job.work))
     pending = np.zeros(W)
@@ -190,7 +209,7 @@ def simulate(
     tol = EPS * max(1.0, job.work)
 
     for t in range(H):
-        a_t = ep.avail[:, t]
+        a_t = ep.avail[:, t].astype(np.int64)  # windows may be cut as a narrower integer type
         held_s = np.minimum(prev_s, a_t)
         preempted = prev_s - held_s
         obs = Observation(
@@ -205,37 +224,47 @@ def simulate(
         o = np.where(active, o_req, 0)
         s = np.where(active, np.minimum(s_req, a_t), 0)
         n = o + s
-        too_few = (n > 0) & (n < job.n_min)
-        o = np.where(too_few, 0, o)
-        s = np.where(too_few, 0, s)
-        n = o + s
+        if job.n_min > 1:  # fewer GPUs than the job can run on: none at all
+            too_few = (n > 0) & (n < job.n_min)
+            o = np.where(too_few, 0, o)
+            s = np.where(too_few, 0, s)
+            n = o + s
         running = n > 0
-        reconfig = running & ((o != prev_o) | (s != prev_s) | (preempted > 0))
+        reconfig = (o != prev_o) | (s != prev_s) | (preempted > 0)
+        reconfig &= running
         pending = np.where(reconfig, job.overhead_h, pending)
-        lost = np.where(running, np.minimum(pending, dt), 0.0)
-        rate = job.throughput(n)
+        lost = np.minimum(pending, dt)
+        lost *= running  # 0 where idle
+        rate = job.throughput(n)  # 0 where idle
         capacity = rate * (dt - lost)
-        finishing = running & (capacity >= remaining - tol)
-        safe_rate = np.where(rate > 0, rate, 1.0)
-        used = np.where(finishing, np.minimum(lost + remaining / safe_rate, dt), np.where(running, dt, 0.0))
-        billed = used if settings.billing == "fractional" else np.where(running, dt, 0.0)
+        finishing = capacity >= remaining - tol
+        finishing &= running
+        used = running * dt  # a slot in full, or 0 where idle ...
+        billed = used if settings.billing == "fractional" else used.copy()
+        work = capacity
+        done = np.flatnonzero(finishing)
+        if done.size:  # ... but only up to the end of the work where the job finishes (few windows per slot)
+            left, r = remaining[done], rate[done]
+            end = np.minimum(lost[done] + left / np.where(r > 0, r, 1.0), dt)
+            used[done] = end
+            work[done] = left
+            completion[done] = t * dt + end
         price = o * ep.od_price[:, t] + s * ep.spot_price[:, t]
         cost = price * billed
-        work = np.where(finishing, remaining, np.where(running, capacity, 0.0))
-        completion = np.where(finishing, t * dt + used, completion)
-        remaining = np.where(finishing, 0.0, remaining - work)
+        remaining = remaining - work  # exactly 0.0 where the job finished
         pending = np.where(running, np.maximum(pending - dt, 0.0), pending)
         cost_total += cost
 
-        arr["alive"][:, t] = active
-        arr["o"][:, t], arr["s"][:, t], arr["s_requested"][:, t] = o, s, np.where(active, s_req, 0)
-        arr["preempted"][:, t] = np.where(active, preempted, 0)
-        arr["reconfig"][:, t] = reconfig
-        arr["overhead_h"][:, t] = lost
-        arr["billed_h"][:, t] = billed
-        arr["work"][:, t] = work
-        arr["cost"][:, t] = cost
-        arr["remaining"][:, t] = remaining
+        if out:
+            step = {"alive": active, "o": o, "s": s, "reconfig": reconfig, "overhead_h": lost, "billed_h": billed,
+                    "work": work, "cost": cost, "remaining": remaining}
+            for k, buf in out.items():
+                if k == "s_requested":
+                    buf[:, t] = np.where(active, s_req, 0)
+                elif k == "preempted":
+                    buf[:, t] = np.where(active, preempted, 0)
+                else:
+                    buf[:, t] = step[k]
 
         active = active & ~finishing
         prev_o, prev_s = o, s

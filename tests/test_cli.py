@@ -207,6 +207,19 @@ def test_help_starts_fast():
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "[]"
 
 
+def test_simulate_of_a_json_trace_does_not_import_pandas(cbl_args):
+    """`spotlab simulate` on a sky_spot trace and a windows file needs numpy only: importing pandas alone takes
+    longer than the whole start-up budget."""
+    args = [str(a) for a in cbl_args] + ["--policy", "uniform_progress", "--no-timings"]
+    code = ("import sys, contextlib, io, spotlab.cli\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            f"    spotlab.cli.main({args!r})\n"
+            "print(sorted(m for m in sys.modules if m in ('pandas', 'sklearn', 'scipy')))")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "[]"
+
+
 def test_simulate_shows_progress_on_request(cbl_args):
     p = run(*cbl_args, "--policy", "greedy", "--progress")
     assert "greedy: slots" in p.stderr and "/312" in p.stderr and json.loads(p.stdout)["runs"] == 300

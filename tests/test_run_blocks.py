@@ -30,3 +30,34 @@ def test_blocks_keep_only_what_is_asked(cbl_trace, cbl_windows, keep):
         assert one.summary().equals(part.summary())
     with pytest.raises(KeyError, match="not kept"):
         part.records()
+
+
+def test_record_names_the_arrays_kept(cbl_trace, cbl_windows):
+    from spotlab.errors import ArgumentError
+    from spotlab.simulator import simulate
+
+    loaded = load_episodes(cbl_trace, cbl_windows, spot_price=0.9731, od_price=3.06, history_hours=0)
+    job = make_job(48, 52, overhead_hours=0.1)
+    sem = Semantics.cant_be_late()
+    full = simulate(sem.policy("uniform_progress"), loaded.episodes, job, sem.settings)
+    some = simulate(sem.policy("uniform_progress"), loaded.episodes, job, sem.settings, record={"reconfig"})
+    assert set(some.arrays) == {"reconfig", "gave_up"}
+    assert some.metrics() == full.metrics()
+    with pytest.raises(ArgumentError, match="cannot record nonsense"):
+        simulate(sem.policy("greedy"), loaded.episodes, job, sem.settings, record={"nonsense"})
+
+
+def test_windows_of_large_counts_keep_their_values():
+    """Windows are cut in the narrowest integer type that holds the trace's counts; the values never change."""
+    import numpy as np
+
+    from spotlab.episodes import Episodes
+    from spotlab.market import Market
+
+    for top in (1, 100, 300, 70_000):
+        avail = np.random.default_rng(top).integers(0, top + 1, 500)
+        m = Market(avail=avail, spot_price=1.0, od_price=3.0, slot_hours=1.0, requested=top)
+        starts = np.array([0, 7, 400])
+        ep = Episodes.from_windows(m, starts, starts + 100)
+        for row, a in zip(ep.avail, starts):
+            assert np.array_equal(row.astype(np.int64), avail[a:a + 100])

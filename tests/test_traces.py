@@ -122,6 +122,19 @@ def test_windows_csv(tmp_path):
         load_windows_csv(write(tmp_path, "w2.csv", "window,start_tick,end_tick\n0,0,5\n1,3,12\n"), n_ticks=10)
     with pytest.raises(TraceError, match="not after start_tick"):
         load_windows_csv(write(tmp_path, "w3.csv", "window,start_tick,end_tick\n0,5,5\n"))
+    # blank lines are skipped but counted, so that a message names the line an editor shows
+    with pytest.raises(TraceError, match=r"line 4: start_tick = '2\.5' is not a non-negative whole number"):
+        load_windows_csv(write(tmp_path, "w4.csv", "window,start_tick,end_tick\n0,0,5\n\n1,2.5,9\n"))
+    with pytest.raises(TraceError, match="line 2: end_tick = 'x'"):
+        load_windows_csv(write(tmp_path, "w5.csv", "window,start_tick,end_tick\n0,0,x\n"))
+    with pytest.raises(TraceError, match="line 3: 4 fields, the header has 3"):
+        load_windows_csv(write(tmp_path, "w6.csv", "window,start_tick,end_tick\n0,0,5\n1,2,9,9\n"))
+    with pytest.raises(TraceError, match="missing column"):
+        load_windows_csv(write(tmp_path, "w7.csv", "window,start\n0,0\n"))
+    with pytest.raises(TraceError, match="header only"):
+        load_windows_csv(write(tmp_path, "w8.csv", "window,start_tick,end_tick\n"))
+    w = load_windows_csv(write(tmp_path, "w9.csv", "start_tick,end_tick\n4,8\n"))  # no window column: numbered
+    assert w.to_dict("list") == {"window": [0], "start_tick": [4], "end_tick": [8]}
 
 
 def test_market_validation():

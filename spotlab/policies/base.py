@@ -173,7 +173,8 @@ def not_worth_finishing(job: Job, obs: Observation, slot_hours: float) -> np.nda
 def spot_only(job: Job, obs: Observation) -> tuple[np.ndarray, np.ndarray]:
     """All the spot GPUs one can hold (up to N_max), or idle if they cannot host the job."""
     s = np.minimum(obs.avail, job.n_max)
-    s = np.where(s >= job.n_min, s, 0)
+    if job.n_min > 1:
+        s = np.where(s >= job.n_min, s, 0)
     return np.zeros_like(s), s
 
 
@@ -188,10 +189,12 @@ def deadline_rules(job: Job, obs: Observation, o: np.ndarray, s: np.ndarray, slo
     full = job.n_max
     on_spot = obs.held_s > 0
     need2 = deadline_pressure(job, obs, slot_hours, extra_overheads=2) & ~on_spot
-    o = np.where(need2, full, o)
-    s = np.where(need2, 0, s)
+    if need2.any():  # (rarely: most slots of most windows are far from the deadline)
+        o = np.where(need2, full, o)
+        s = np.where(need2, 0, s)
     need1 = deadline_pressure(job, obs, slot_hours, extra_overheads=1)
-    keep = on_spot & (obs.pending_h <= EPS) & (obs.held_o + obs.held_s == full)
-    o = np.where(need1, np.where(keep, obs.held_o, full), o)
-    s = np.where(need1, np.where(keep, obs.held_s, 0), s)
+    if need1.any():
+        keep = on_spot & (obs.pending_h <= EPS) & (obs.held_o + obs.held_s == full)
+        o = np.where(need1, np.where(keep, obs.held_o, full), o)
+        s = np.where(need1, np.where(keep, obs.held_s, 0), s)
     return o, s

@@ -24,12 +24,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
-import pandas as pd
 
 from ..errors import PolicyError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "SelectionRun",
@@ -297,6 +299,7 @@ class SelectionRun:
         Columns: ``round, chosen, member, utility_chosen, utility_expected, regret, regret_realised, eta``
         and one ``weight_<name>`` column per member (the probabilities before the round).
         """
+        import pandas as pd
         df = pd.DataFrame(
             {
                 "round": np.arange(1, self.rounds + 1),
