@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from spotlab.errors import PredictionError, SpotlabError
 from spotlab.predict import MODELS, AvailabilityOracle, Forecaster, NoisyOracle, Predictor, make_predictor
@@ -346,3 +348,35 @@ def test_compare_and_zones(market):
     ref = ref[ref["model"] == "seasonal_naive"].set_index("h")
     np.testing.assert_allclose(b["mae"], ref["mae"])
     np.testing.assert_allclose(b["skill_mae"], ref["skill_mae"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.floats(-1e6, 1e6, allow_nan=False, allow_subnormal=False), min_size=1, max_size=60),
+       st.floats(0.0, 1.0))
+def test_quantile_of_sorted_errors_is_numpys_to_the_bit(values, q):
+    """Forecast intervals sort each horizon's errors once and read every level from them: the value must be
+    exactly `np.quantile`'s, or the published tables would move in their last digits."""
+    from spotlab.predict.base import linear_quantile
+
+    arr = np.asarray(values)
+    assert linear_quantile(np.sort(arr), q) == float(np.quantile(arr, q))
+
+
+def test_repeated_forecasts_of_one_state_are_computed_once():
+    """The point forecast is asked again by each quantile level at the same origin; it is memoised per state
+    (fit / update) and callers get their own copy."""
+    calls = []
+
+    class Counting(make_predictor("persistence").__class__):
+        def _predict(self, w):
+            calls.append(w)
+            return super()._predict(w)
+
+    m = Counting().fit(np.arange(20.0))
+    a = m.predict(3)
+    a[:] = -1  # a caller's copy: the memo is untouched
+    assert m.predict(3).tolist() == [19.0, 19.0, 19.0]
+    m.predict_quantile(3, 0.9)
+    assert calls == [3]
+    m.update([25.0])
+    assert m.predict(3).tolist() == [25.0, 25.0, 25.0] and calls == [3, 3]

@@ -172,5 +172,8 @@ class ARIMA(Predictor):
         return self._moments(w)[0]
 
     def _predict_quantile(self, w: int, q: float) -> np.ndarray:
-        mean, var = self._moments(w)
+        memo = self._memo()  # the point forecast and every level share one pass of the filter
+        if ("moments", w) not in memo:
+            memo["moments", w] = self._moments(w)
+        mean, var = memo["moments", w]
         return mean + norm.ppf(q) * np.sqrt(var)
