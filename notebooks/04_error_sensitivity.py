@@ -24,7 +24,7 @@
 out_dir = "paper_figures"
 quick = False  # quick: the volatile synthetic market, 4 jobs, 3 sigmas, 2 A1 variants
 markets = ["h100", "marketplace", "volatile", "calm"]
-sigmas = [0.0, 0.1, 0.2, 0.3, 0.5, 0.75]
+sigmas = [0.0, 0.2, 0.5, 0.75]  # each sigma is its own cells (about a minute each on 2 cores): add some for a finer curve
 chc_variants = [[6, 1], [6, 3], [6, 6], [12, 4]]  # (w, v) of the A1 lines
 a2_pool = [{"theta": 0.4, "sigma": 0.8}, {"theta": 0.6, "sigma": 0.8}, {"theta": 0.8, "sigma": 0.9}]
 include_select = True
