@@ -100,8 +100,8 @@ def _merged_log(path: Path, quick: bool, seconds: float, log: list[dict]) -> dic
             "notebooks": records}
 
 
-# Notebooks started only once the others have finished: the RL notebook trains two agents at a time on its own
-# (its cells use both cores), so beside the spot-market notebooks it would slow them and itself.
+# Notebooks started (in a full run) only once the others have finished: the RL notebook trains two agents at a
+# time on its own (its cells use both cores), so beside the spot-market notebooks it would slow them and itself.
 RUN_LAST = ("10_rl_scheduling",)
 
 
@@ -159,7 +159,8 @@ def _reproduce(args: argparse.Namespace) -> int:
 
     failed = None
     pool = ThreadPoolExecutor(max_workers=args.jobs)  # threads: each notebook runs in its own kernel process
-    phases = [[s for s in sources if s.stem not in RUN_LAST], [s for s in sources if s.stem in RUN_LAST]]
+    last = () if args.quick else RUN_LAST  # quick runs are short: two at a time throughout is faster
+    phases = [[s for s in sources if s.stem not in last], [s for s in sources if s.stem in last]]
     phase_s: list[float] = []
     try:
         for phase in phases:
