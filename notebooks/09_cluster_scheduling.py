@@ -48,6 +48,7 @@ sigmas = [0.0, 0.2, 0.4]  # throughput error of degraded knowledge (log-normal s
 flips = [0.0, 0.1, 0.2]  # share of wrong validity answers of degraded knowledge
 fail_after_s = 120.0  # time an out-of-memory run holds its GPUs before it dies
 profile_s = 60.0  # one profiling run per candidate configuration
+workers = 2  # processes running the seeds' simulations at once
 
 # %%
 import time
@@ -59,6 +60,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 from IPython.display import display
+from joblib import Parallel, delayed
 
 from spotlab.cluster import Cluster
 from spotlab.experiments.cotune_cluster import Settings, compare, sensitivity, train_knowledge
@@ -72,6 +74,7 @@ sns.set_theme(style="whitegrid", context="notebook")
 if quick:
     n_jobs, loads, train_sizes, seeds = n_jobs or 500, [load], [600], seeds[:1]
     sigmas, flips = [0.0, 0.4], [0.0, 0.2]
+    workers = 1  # one seed: nothing to share out
 save = saver(out_dir, OUT)
 POLICIES = ("fifo", "sia")
 tic = time.perf_counter()
@@ -93,10 +96,20 @@ def at_load(jobs: list, x: float) -> list:
     return scaled(jobs, time_scale_for_load(jobs, cluster, x))
 
 
-def over_seeds(x: float, sources_of=lambda srcs, seed: srcs, **extra) -> pd.DataFrame:
-    """`compare` at offered load x for every seed, one row per (seed, policy, source)."""
-    return pd.concat([compare(cluster, at_load(jobs, x), sources_of(srcs, st.seed), POLICIES, st, progress=False)
-                      .assign(load=x, **extra) for jobs, st, srcs in runs.values()], ignore_index=True)
+def over_seeds(*points: tuple) -> list[pd.DataFrame]:
+    """`compare` for every seed at each point (offered load x, sources from a seed's, extra columns), run on
+    `workers` processes: one frame per point, one row per (seed, policy, source)."""
+    tasks = [(x, of, extra, jobs, st, srcs) for x, of, extra in points for jobs, st, srcs in runs.values()]
+    parts = Parallel(n_jobs=workers)(
+        delayed(compare)(cluster, at_load(jobs, x), of(srcs, st.seed), POLICIES, st, progress=False)
+        for x, of, extra, jobs, st, srcs in tasks)
+    frames = [part.assign(load=x, **extra) for part, (x, _, extra, *_) in zip(parts, tasks)]
+    k = len(runs)
+    return [pd.concat(frames[i:i + k], ignore_index=True) for i in range(0, len(frames), k)]
+
+
+def same(srcs: dict, seed: int) -> dict:
+    return srcs
 
 
 # %% [markdown]
@@ -107,7 +120,7 @@ def over_seeds(x: float, sources_of=lambda srcs, seed: srcs, **extra) -> pd.Data
 # gives its range). Bars: mean over seeds of the mean JCT, black ticks the p95; error bars the seeds' spread.
 
 # %%
-per_seed = over_seeds(load)
+(per_seed,) = over_seeds((load, same, {}))
 order = ["user", "profiling", "predicted", "oracle"]
 cols = ["mean_jct_h", "p95_jct_h", "mean_queue_h", "gpu_hours_wasted", "utilisation", "jobs_failed",
         "jct_change_vs_user"]
@@ -134,7 +147,8 @@ save(fig, per_seed, OUT.jct_by_source)
 # slow job delays the jobs behind it.
 
 # %%
-by_load = pd.concat([per_seed if x == load else over_seeds(x) for x in loads], ignore_index=True)
+others = dict(zip([x for x in loads if x != load], over_seeds(*[(x, same, {}) for x in loads if x != load])))
+by_load = pd.concat([per_seed if x == load else others[x] for x in loads], ignore_index=True)
 g = sns.relplot(by_load, x="load", y="mean_jct_h", hue="source", col="policy", kind="line", marker="o",
                 hue_order=order, height=3.8, aspect=1.2, facet_kws={"sharey": False})
 g.set_axis_labels("offered load", "mean JCT (h)")
@@ -156,10 +170,11 @@ def vs_user(df: pd.DataFrame) -> pd.DataFrame:
     return df.assign(jct_change_vs_user=df["mean_jct_h"].to_numpy() / base.reindex(key).to_numpy() - 1)
 
 
-by_size = vs_user(pd.concat([over_seeds(load, lambda srcs, sd, n=n: {"predicted": train_knowledge(n, seed=sd)},
-                                        train_runs=n) for n in train_sizes], ignore_index=True))
-noisy = vs_user(pd.concat([sensitivity(cluster, at_load(jobs, load), sigmas, flips, POLICIES, st, progress=False)
-                           for jobs, st, _ in runs.values()], ignore_index=True))
+by_size = vs_user(pd.concat(over_seeds(*[(load, lambda srcs, sd, n=n: {"predicted": train_knowledge(n, seed=sd)},
+                                           {"train_runs": n}) for n in train_sizes]), ignore_index=True))
+noisy = vs_user(pd.concat(Parallel(n_jobs=workers)(
+    delayed(sensitivity)(cluster, at_load(jobs, load), sigmas, flips, POLICIES, st, progress=False)
+    for jobs, st, _ in runs.values()), ignore_index=True))
 fig, axes = plt.subplots(1, 3, figsize=(16, 4.2))
 sns.lineplot(by_size, x="train_runs", y="jct_change_vs_user", hue="policy", marker="o", ax=axes[0])
 axes[0].set(xscale="log", xlabel="historical runs the predictors learn from", ylabel="mean JCT vs user guesses")
