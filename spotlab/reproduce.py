@@ -105,6 +105,28 @@ def _merged_log(path: Path, quick: bool, seconds: float, log: list[dict]) -> dic
 RUN_LAST = ("10_rl_scheduling",)
 
 
+# The longest notebooks of a full run, started first when no earlier run has recorded the times: with two at a
+# time, starting the long ones first keeps both cores busy to the end (longest processing time first).
+LONG_FIRST = ("02_predictability", "04_error_sensitivity", "09_cluster_scheduling")
+
+
+def _longest_first(sources: list[Path], log_path: Path, quick: bool) -> list[Path]:
+    """Notebooks in the order to start them: by the seconds an earlier run of the same mode recorded, longest
+    first; without such a record, `LONG_FIRST` (full runs) and then the others by name."""
+    seconds: dict[str, float] = {}
+    try:
+        old = json.loads(log_path.read_text())
+        if bool(old.get("quick")) == bool(quick):
+            seconds = {r["notebook"]: float(r.get("execution_seconds", r.get("seconds", 0.0)))
+                       for r in old.get("notebooks", []) if isinstance(r, dict) and "notebook" in r}
+    except (OSError, ValueError, AttributeError, TypeError):
+        pass
+    if seconds and all(s.stem in seconds for s in sources):
+        return sorted(sources, key=lambda s: -seconds[s.stem])
+    hint = () if quick else LONG_FIRST
+    return sorted(sources, key=lambda s: (hint.index(s.stem) if s.stem in hint else len(hint), s.stem))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--notebooks", default=str(ROOT / "notebooks"))
@@ -160,7 +182,8 @@ def _reproduce(args: argparse.Namespace) -> int:
     failed = None
     pool = ThreadPoolExecutor(max_workers=args.jobs)  # threads: each notebook runs in its own kernel process
     last = () if args.quick else RUN_LAST  # quick runs are short: two at a time throughout is faster
-    phases = [[s for s in sources if s.stem not in last], [s for s in sources if s.stem in last]]
+    first = _longest_first([s for s in sources if s.stem not in last], out_dir / "reproduce_log.json", args.quick)
+    phases = [first, [s for s in sources if s.stem in last]]
     phase_s: list[float] = []
     try:
         for phase in phases:

@@ -47,3 +47,22 @@ def test_two_notebooks_at_once(tmp_path):
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert run.returncode == 1
     assert "notebook 04_bad.py failed" in run.stderr and "broken on purpose" in run.stderr
+
+
+def test_long_notebooks_start_first(tmp_path):
+    """Two at a time, the long notebooks go first: by an earlier run's recorded times when there is one for
+    every notebook, else the known long ones (full runs) and then by name."""
+    import json
+    from pathlib import Path
+
+    from spotlab.reproduce import LONG_FIRST, _longest_first
+
+    names = ["00_a", "01_b", *LONG_FIRST, "05_c"]
+    sources = [Path(f"{n}.py") for n in sorted(names)]
+    log = tmp_path / "reproduce_log.json"
+    assert [s.stem for s in _longest_first(sources, log, quick=False)] == [*LONG_FIRST, "00_a", "01_b", "05_c"]
+    assert [s.stem for s in _longest_first(sources, log, quick=True)] == sorted(names)
+    times = {n: float(i) for i, n in enumerate(sorted(names))}
+    log.write_text(json.dumps({"quick": False, "notebooks": [{"notebook": n, "seconds": t} for n, t in times.items()]}))
+    assert [s.stem for s in _longest_first(sources, log, quick=False)] == sorted(names, key=lambda n: -times[n])
+    assert [s.stem for s in _longest_first(sources, log, quick=True)] == sorted(names)  # another mode's log
