@@ -128,7 +128,15 @@ def _row_cfg(row: Mapping[str, Any]) -> dict[str, Any]:
             for k in PARAMETERS}
 
 
-def _user_options(job: FineTuneJob, vals: Mapping[str, tuple], seed: int, perf: PerfModel) -> list[Option]:
+def _user_options(job: FineTuneJob, vals: Mapping[str, tuple], seed: int, perf: PerfModel) -> tuple[Option, ...]:
+    """The user's trial-and-error order; every other source falls back on it, so it is remembered (a pure
+    function of its arguments: the options are frozen)."""
+    return _user_options_of(job, tuple((k, tuple(v)) for k, v in vals.items()), int(seed), perf)
+
+
+@lru_cache(maxsize=1 << 16)
+def _user_options_of(job: FineTuneJob, vals_items: tuple, seed: int, perf: PerfModel) -> tuple[Option, ...]:
+    vals = dict(vals_items)
     rng = np.random.default_rng([seed, job.job_id, 7])
     versions = list(vals["software_version"])
     first = versions.pop(int(rng.integers(len(versions))))
@@ -141,7 +149,7 @@ def _user_options(job: FineTuneJob, vals: Mapping[str, tuple], seed: int, perf: 
             for g in vals["gpu_model"]:
                 cfg = {**job.spec, "gpu_model": g, "software_version": sw, "number_gpus": n}
                 opts.append(_option(job, cfg, float(n), seed, perf))
-    return opts
+    return tuple(opts)
 
 
 def _profiled_options(job: FineTuneJob, vals: Mapping[str, tuple], seed: int, perf: PerfModel,
@@ -203,7 +211,7 @@ def sim_jobs(jobs: Sequence[FineTuneJob], cluster: Cluster, source: str | Knowle
     for j in jobs:
         setup = 0.0
         if source == "user":
-            opts = _user_options(j, vals, seed, perf)
+            opts = list(_user_options(j, vals, seed, perf))
         elif source == "profiling":
             opts, setup = _profiled_options(j, vals, seed, perf, profile_s)
             opts = _efficient(opts, efficiency_floor)
