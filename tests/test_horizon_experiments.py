@@ -107,6 +107,13 @@ def test_error_sensitivity_a2_flat_and_a3_plays_pool_members(volatile):
         a3 = float(g[g["method"] == "A3 select"]["utility"].iloc[0])
         members = g[g["method"] != "A3 select"]["utility"].to_numpy()
         assert np.isclose(members, a3, atol=1e-6).any(), (sigma, job)
+    # A3 read from its members' cells is A3 simulated: the selector's choices and every outcome, to the bit
+    replayed = hz.error_sensitivity(volatile, sigmas=[0.0, 0.5], chc_variants=variants, a2_pool=[{}],
+                                    reuse_members=False)
+    key = ["sigma", "method", "job"]
+    a = df.sort_values(key).reset_index(drop=True)
+    b = replayed.sort_values(key).reset_index(drop=True)
+    pd.testing.assert_frame_equal(a, b)
     pool = hz.select_pool(variants, 0.5, [{"theta": 0.4}])
     assert pool == [("chc", hz.chc_params(3, 1, 0.5)), ("chc", hz.chc_params(3, 3, 0.5)),
                     ("prediction_free", {"theta": 0.4})]
@@ -161,3 +168,20 @@ def test_bad_inputs_give_clear_errors(volatile):
     with pytest.raises(hz.ExperimentError, match="one of adahedge, hedge, exp3"):
         hz.error_sensitivity(volatile, sigmas=[0.0], chc_variants=[(2, 1)], algorithm="ucb")
     assert issubclass(hz.ExperimentError, SpotlabError)
+
+
+@pytest.mark.parametrize("market, seed", [("calm", 1), ("volatile", 2)])
+def test_a3_from_member_cells_equals_a3_simulated(market, seed):
+    """With warm-up rounds from the history and rounds whose feedback is delayed (overlapping jobs), A3 read from
+    its members' cells gives exactly the rows of simulating `select`, on other markets and seeds."""
+    from spotlab.policies.select import warmup_episodes
+    from spotlab.simulator import horizon_slots
+
+    setup = hz.prepare(market, SPEC, hours=96, history_hours=30, stride_hours=3.0, max_jobs=8, market_seed=seed)
+    assert warmup_episodes(setup.episodes, horizon_slots(setup.job, setup.episodes.slot_hours)) is not None
+    kw = dict(sigmas=[0.3], chc_variants=[(2, 1), (4, 2)], a2_pool=[{}, {"theta": 0.8, "sigma": 0.9}], seed=seed)
+    key = ["sigma", "method", "job"]
+    a = hz.error_sensitivity(setup, **kw).sort_values(key).reset_index(drop=True)
+    b = hz.error_sensitivity(setup, reuse_members=False, **kw).sort_values(key).reset_index(drop=True)
+    pd.testing.assert_frame_equal(a, b)
+    assert a[a["method"] == "A3 select"]["job"].tolist() == list(range(setup.episodes.n))

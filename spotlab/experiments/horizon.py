@@ -49,7 +49,7 @@ import pandas as pd
 from ..job import Job
 from ..market import Market
 from ..policies.registry import resolved_params
-from ..policies.select import ALGORITHMS
+from ..policies.select import ALGORITHMS, member_label
 from ..simulator import Episodes
 from . import setups as su
 from .cells import Cell, Done, ExperimentError, Table, json_default
@@ -232,21 +232,63 @@ def _rows(df: pd.DataFrame, experiment: str, setup: Setup, method: Method, seed:
 
 
 def _one_cell(cell: Cell) -> pd.DataFrame:
-    setup, method = cell.inputs
+    setup, method, *known = cell.inputs
+    if known:  # A3 over members already simulated as cells of their own
+        return _rows(_select_from_members(setup, method, known[0], cell.seed), cell.experiment, setup, method,
+                     cell.seed, cell.key)
     df = su.run_methods({method.label: (method.policy, dict(method.params))}, setup.episodes, setup.job,
                         seed=cell.seed, n_jobs=1, progress=False)
     return _rows(df, cell.experiment, setup, method, cell.seed, cell.key)
 
 
-def run_cells(experiment: str, cells: Sequence[tuple[Setup, Method]], seed: int = 0, n_jobs: int = 1,
+def _select_from_members(setup: Setup, method: Method, known: Mapping[str, pd.DataFrame], seed: int) -> pd.DataFrame:
+    """A3 (`select`) on a set-up, its members' outcomes read from the rows of `known` (member label -> rows of
+    that member's cell) where there are some, the others simulated here: the selector's choice per round from
+    the members' utilities (`Select.choose`, warm-up replays included), and each round's outcome that of its
+    chosen member, which is what replaying the member's actions under the same safety net gives (a test
+    compares the two)."""
+    from ..policies.registry import make_policy
+    from ..policies.select import _replay, member_label, warmup_episodes
+    from ..runs import Semantics
+    from ..simulator import horizon_slots
+
+    sem = Semantics()
+    sel = make_policy(method.policy, dict(method.params)).unwrapped
+    sel.check_params()
+    members = sel.members()
+    ep, job = setup.episodes, setup.job
+    horizon = horizon_slots(job, ep.slot_hours)
+    frames = []
+    for name, params in members:
+        rows = known.get(member_label(name, params))
+        if rows is None:
+            rows = su.run_methods({"member": (name, params)}, ep, job, sem, seed=seed, n_jobs=1, progress=False)
+        frames.append(rows.sort_values("job").reset_index(drop=True))
+    U = np.stack([f["utility"].to_numpy(dtype=float) for f in frames], axis=1)
+    warm_ep = warmup_episodes(ep, horizon) if sel.warmup else None
+    warm = None if warm_ep is None else np.stack(
+        [_replay(n, p, warm_ep, job, sem.settings, seed, sem.safety_net, sem.give_up)[2] for n, p in members], axis=1)
+    chosen = sel.choose(U, warm, ep, job, horizon, seed).chosen
+    out = pd.DataFrame({c: [frames[k][c].iloc[r] for r, k in enumerate(chosen)] for c in RESULT_COLUMNS})
+    out.insert(0, "job", np.arange(ep.n))
+    return out
+
+
+def run_cells(experiment: str, cells: Sequence[tuple], seed: int = 0, n_jobs: int = 1,
               out_csv: str | Path | None = None, verbose: bool = False) -> pd.DataFrame:
     """Simulate every (set-up, method) cell not already in `out_csv`; append each as it finishes.
 
-    Returns the per-job rows of all cells (reused and new), in the order of `cells`."""
+    A cell (set-up, method, known) is A3 over members whose rows `known` maps by member label (see
+    `_select_from_members`). Returns the per-job rows of all cells (reused and new), in the order of `cells`."""
+    return _types(pd.concat(_cell_parts(experiment, cells, seed, n_jobs, out_csv, verbose), ignore_index=True))
+
+
+def _cell_parts(experiment: str, cells: Sequence[tuple], seed: int, n_jobs: int, out_csv: str | Path | None,
+                verbose: bool) -> list[pd.DataFrame]:
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ExperimentError(f"seed must be a whole number >= 0 (got {seed!r})")
-    todo = [Cell(experiment, _config(m, s, seed), {"experiment": experiment, "market": s.label, "method": m.label},
-                 int(seed), (s, m)) for s, m in cells]
+    todo = [Cell(experiment, _config(c[1], c[0], seed), {"experiment": experiment, "market": c[0].label,
+                                                         "method": c[1].label}, int(seed), tuple(c)) for c in cells]
     table = None if out_csv is None else Table(
         Path(out_csv), tuple(COLUMNS), key="config", rows=lambda c: c.inputs[0].episodes.n, unique=("job",),
         required=("config", "job", "experiment"), owner="spotlab.experiments.horizon")
@@ -254,15 +296,14 @@ def run_cells(experiment: str, cells: Sequence[tuple[Setup, Method]], seed: int 
     def report(cell: Cell, done: Done) -> None:
         if not verbose:
             return
-        s, m = cell.inputs
+        s, m = cell.inputs[:2]
         if done.computed:
             print(f"{experiment}: {s.label} / {m.label}: mean utility {done.rows['utility'].mean():.2f} $ "
                   f"over {len(done.rows)} jobs")
         else:
             print(f"{experiment}: {s.label} / {m.label}: reused from {out_csv}")
 
-    parts = run_all(todo, _one_cell, table, n_jobs=n_jobs, on_done=report)
-    return _types(pd.concat(parts, ignore_index=True))
+    return run_all(todo, _one_cell, table, n_jobs=n_jobs, on_done=report)
 
 
 def _types(df: pd.DataFrame) -> pd.DataFrame:
@@ -309,10 +350,11 @@ def error_sensitivity(market: str | Market, spec: su.JobSpec | None = None,
                       algorithm: str = "adahedge", include_optimum: bool = False, solver: str = "glpk",
                       opt_time_limit: float = 120.0, chc_extra: Mapping[str, Any] | None = None, seed: int = 0,
                       n_jobs: int = 1, out_csv: str | Path | None = None, verbose: bool = False,
-                      **setup_kw) -> pd.DataFrame:
+                      reuse_members: bool = True, **setup_kw) -> pd.DataFrame:
     """Per-job utility vs forecast error sigma on one market (SPEC §7.4): A1 per (w, v), A2 (default
     parameters; repeated at every sigma, `forecast=False`) and A3 = `select` over the pool of those A1
-    variants at that sigma plus the `a2_pool` variants (`select_pool`)."""
+    variants at that sigma plus the `a2_pool` variants (`select_pool`). `reuse_members`: A3's A1 members are
+    read from the A1 cells' rows (the same numbers, a third less time) instead of replayed."""
     sig = _sigmas(sigmas)
     variants = _variants(chc_variants)
     a2 = [dict(p) for p in a2_pool]
@@ -324,15 +366,20 @@ def error_sensitivity(market: str | Market, spec: su.JobSpec | None = None,
     cells = [(s, Method("A2", "A2", "prediction_free", {}))]
     if include_optimum:
         cells.append((s, _optimum(solver, opt_time_limit)))
+    a3 = []
     for x in sig:
         for w, v in variants:
             cells.append((s, Method(_a1_label(w, v), "A1", "chc", chc_params(w, v, x, solver, chc_extra), x, w, v)))
         if include_select:
             pool = select_pool(variants, x, a2, solver, chc_extra)
-            cells.append((s, Method("A3 select", "A3", "select",
-                                    {"pool": pool, "algorithm": algorithm, "n_jobs": 1}, x)))
-    df = run_cells("error_sensitivity", cells, seed, n_jobs, out_csv, verbose)
-    return broadcast_sigma(df, sig)
+            a3.append((s, Method("A3 select", "A3", "select", {"pool": pool, "algorithm": algorithm, "n_jobs": 1}, x)))
+    if not reuse_members:
+        return broadcast_sigma(run_cells("error_sensitivity", cells + a3, seed, n_jobs, out_csv, verbose), sig)
+    # the A1 lines first; A3 then reads its A1 members' outcomes from their rows instead of replaying them
+    parts = _cell_parts("error_sensitivity", cells, seed, n_jobs, out_csv, verbose)
+    known = {member_label(m.policy, m.params): rows for (_, m), rows in zip(cells, parts) if m.family == "A1"}
+    parts += _cell_parts("error_sensitivity", [(st, m, known) for st, m in a3], seed, n_jobs, out_csv, verbose)
+    return broadcast_sigma(_types(pd.concat(parts, ignore_index=True)), sig)
 
 
 def commitment_grid(market: str | Market, spec: su.JobSpec | None = None, ws: Sequence[int] = (2, 4, 6, 8, 12),

@@ -54,7 +54,7 @@ from ..parallel import worker_count
 from ..params import Boolean, Interval, Options
 from ..simulator import Episodes, simulate
 from .base import Context, Observation, OnlinePolicy
-from .hedge import adahedge, exp3, hedge, loglog_slope, warm_started
+from .hedge import SelectionRun, adahedge, exp3, hedge, loglog_slope, warm_started
 from .registry import REGISTRY, make_policy
 
 POOLS: dict[str, list[tuple[str, dict[str, Any]]]] = {
@@ -173,26 +173,34 @@ class Select(OnlinePolicy):
         U = np.stack([r[2] for r in runs[:k]], axis=1)  # (rounds, K)
         warm = np.stack([r[2] for r in runs[k:]], axis=1) if warm_ep is not None else None
         self.member_fallback_ = np.array([r[3] for r in runs[:k]])
-        od_max = float(np.nanmax(ep.od_price))
-        lo = -(max(job.miss_penalty, 0.0) + job.n_max * od_max * ctx.horizon * ep.slot_hours)
-        hi = max(job.value, lo + 1e-9)
-        names = tuple(member_label(n, p) for n, p in members)
-        seed = int(ctx.seed) * 1_000_003 + int(self.seed)
-        known = known_from(ep, ctx.horizon)
-        if self.algorithm == "adahedge":
-            if self.eta is not None:
-                raise PolicyError("select: adahedge sets its own learning rate; eta applies to hedge and exp3")
-            self.run_ = warm_started(adahedge, warm, U, lo, hi, known_from=known, seed=seed, names=names,
-                                     prefer=self._preferred(members))
-        else:
-            algo = hedge if self.algorithm == "hedge" else exp3
-            self.run_ = warm_started(algo, warm, U, lo, hi, known_from=known, eta=self.eta, seed=seed, names=names)
+        self.run_ = self.choose(U, warm, ep, job, ctx.horizon, ctx.seed)
         self.warm_ = warm  # (warm-up rounds, K) or None, kept so that other selectors can be run on the same data
         self.warmup_rounds_ = 0 if warm is None else int(warm.shape[0])
         rows = np.arange(ep.n)
         chosen = self.run_.chosen
         self.o_ = np.stack([runs[k][0][i] for i, k in zip(rows, chosen)])
         self.s_ = np.stack([runs[k][1][i] for i, k in zip(rows, chosen)])
+
+    def choose(self, U: np.ndarray, warm: np.ndarray | None, ep: Episodes, job, horizon: int,
+               seed: int = 0) -> SelectionRun:
+        """The member of each round, from the members' utilities on the rounds `U` (rounds, K) and on the
+        warm-up rounds `warm`: what `reset` does once the members are replayed. An experiment that has already
+        simulated the members (e.g. the A1 lines beside A3) calls it directly: A3's outcome in a round is then
+        its chosen member's, the same numbers without replaying the members again."""
+        members = self.members()
+        od_max = float(np.nanmax(ep.od_price))
+        lo = -(max(job.miss_penalty, 0.0) + job.n_max * od_max * horizon * ep.slot_hours)
+        hi = max(job.value, lo + 1e-9)
+        names = tuple(member_label(n, p) for n, p in members)
+        seed = int(seed) * 1_000_003 + int(self.seed)
+        known = known_from(ep, horizon)
+        if self.algorithm == "adahedge":
+            if self.eta is not None:
+                raise PolicyError("select: adahedge sets its own learning rate; eta applies to hedge and exp3")
+            return warm_started(adahedge, warm, U, lo, hi, known_from=known, seed=seed, names=names,
+                                prefer=self._preferred(members))
+        algo = hedge if self.algorithm == "hedge" else exp3
+        return warm_started(algo, warm, U, lo, hi, known_from=known, eta=self.eta, seed=seed, names=names)
 
     def _preferred(self, members: list[tuple[str, dict[str, Any]]]) -> int | None:
         """Index of the member named by `prefer` (a policy name or a member label), None if not in the pool."""
