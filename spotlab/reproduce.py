@@ -108,11 +108,12 @@ RUN_LAST = ("10_rl_scheduling",)
 # The longest notebooks of a full run, started first when no earlier run has recorded the times: with two at a
 # time, starting the long ones first keeps both cores busy to the end (longest processing time first).
 LONG_FIRST = ("02_predictability", "04_error_sensitivity", "09_cluster_scheduling")
+LONG_FIRST_QUICK = ("10_rl_scheduling", "09_cluster_scheduling", "01c_leaderboard", "02_predictability")
 
 
 def _longest_first(sources: list[Path], log_path: Path, quick: bool) -> list[Path]:
     """Notebooks in the order to start them: by the seconds an earlier run of the same mode recorded, longest
-    first; without such a record, `LONG_FIRST` (full runs) and then the others by name."""
+    first; without such a record, `LONG_FIRST` (`LONG_FIRST_QUICK` for quick runs) and then the others by name."""
     seconds: dict[str, float] = {}
     try:
         old = json.loads(log_path.read_text())
@@ -123,7 +124,7 @@ def _longest_first(sources: list[Path], log_path: Path, quick: bool) -> list[Pat
         pass
     if seconds and all(s.stem in seconds for s in sources):
         return sorted(sources, key=lambda s: -seconds[s.stem])
-    hint = () if quick else LONG_FIRST
+    hint = LONG_FIRST_QUICK if quick else LONG_FIRST
     return sorted(sources, key=lambda s: (hint.index(s.stem) if s.stem in hint else len(hint), s.stem))
 
 
