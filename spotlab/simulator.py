@@ -35,10 +35,12 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
-# The per-slot arrays a simulation can record, (windows, slots) each; the first eleven are written slot by
-# slot, the last three are views of the market windows.
-RECORDED = ("alive", "o", "s", "s_requested", "preempted", "reconfig", "overhead_h", "billed_h", "work", "cost",
-            "remaining", "avail", "spot_price", "od_price")
+# The per-slot arrays a simulation can record, (windows, slots) each: those written slot by slot, and views of
+# the market windows.
+WRITTEN = ("alive", "o", "s", "s_requested", "preempted", "reconfig", "overhead_h", "billed_h", "work", "cost",
+           "remaining")
+WINDOW_VIEWS = ("avail", "spot_price", "od_price")
+RECORDED = WRITTEN + WINDOW_VIEWS
 _DTYPES = {"alive": bool, "reconfig": bool, "o": np.int64, "s": np.int64, "s_requested": np.int64,
            "preempted": np.int64}
 
@@ -192,11 +194,9 @@ def simulate(
         raise ArgumentError(f"simulate: cannot record {', '.join(sorted(unknown))}; "
                             f"the per-slot arrays are {', '.join(RECORDED)}")
     # (W, H) views of slot-major buffers: each slot writes one contiguous row, not W strided cells
-    arr = {k: np.zeros((H, W), dtype=_DTYPES.get(k, float)).T for k in RECORDED[:11] if k in rec}
-    for k in ("avail", "spot_price", "od_price"):
-        if k in rec:  # views of the windows (avail in their own, possibly narrow, integer type)
-            arr[k] = getattr(ep, k)[:, :H]
-    out = {k: arr[k] for k in RECORDED[:11] if k in arr}  # what the loop writes, slot by slot
+    out = {k: np.zeros((H, W), dtype=_DTYPES.get(k, float)).T for k in WRITTEN if k in rec}
+    # the windows' views: avail in their own, possibly narrow, integer type
+    arr = {**out, **{k: getattr(ep, k)[:, :H] for k in WINDOW_VIEWS if k in rec}}
 
     remaining = np.full(W, float(job.work))
     pending = np.zeros(W)
@@ -209,7 +209,7 @@ def simulate(
     tol = EPS * max(1.0, job.work)
 
     for t in range(H):
-        a_t = ep.avail[:, t].astype(np.int64)  # windows may be cut as a narrower integer type
+        a_t = ep.avail[:, t].astype(np.int64, copy=False)  # windows may be cut as a narrower integer type
         held_s = np.minimum(prev_s, a_t)
         preempted = prev_s - held_s
         obs = Observation(

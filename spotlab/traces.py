@@ -281,9 +281,6 @@ class Windows:
     end_tick: np.ndarray
     line: np.ndarray
 
-    def __len__(self) -> int:
-        return len(self.start_tick)
-
     def to_frame(self) -> pd.DataFrame:
         import pandas as pd
 
@@ -314,7 +311,8 @@ def read_windows(path: str | Path, n_ticks: int | None = None) -> Windows:
             lines.append(reader.line_num)
     except csv.Error as exc:
         raise TraceError(f"{path}: not a valid CSV ({exc})") from None
-    assert header is not None
+    if header is None:  # only separators
+        raise TraceError(f"{path}: no header line; a windows CSV needs window, start_tick, end_tick")
     missing = [c for c in ("start_tick", "end_tick") if c not in header]
     if missing:
         raise TraceError(f"{path}: missing column(s) {', '.join(missing)}; a windows CSV needs window, start_tick, end_tick")

@@ -131,6 +131,8 @@ def test_windows_csv(tmp_path):
         load_windows_csv(write(tmp_path, "w6.csv", "window,start_tick,end_tick\n0,0,5\n1,2,9,9\n"))
     with pytest.raises(TraceError, match="missing column"):
         load_windows_csv(write(tmp_path, "w7.csv", "window,start\n0,0\n"))
+    with pytest.raises(TraceError, match="no header line"):
+        load_windows_csv(write(tmp_path, "w10.csv", ",,\n , ,\n"))
     with pytest.raises(TraceError, match="header only"):
         load_windows_csv(write(tmp_path, "w8.csv", "window,start_tick,end_tick\n"))
     w = load_windows_csv(write(tmp_path, "w9.csv", "start_tick,end_tick\n4,8\n"))  # no window column: numbered

@@ -104,7 +104,7 @@ def outcome(job_id: int, config: Mapping[str, Any], seed: int, perf: PerfModel =
     return _outcome(int(job_id), tuple(config[k] for k in PARAMETERS), int(seed), perf)
 
 
-@lru_cache(maxsize=1 << 20)
+@lru_cache(maxsize=1 << 18)  # ~100 MB at most; notebook 09 asks ~40,000 per seed
 def _outcome(job_id: int, values: tuple, seed: int, perf: PerfModel) -> tuple[bool, float]:
     """`outcome`, a pure function of its arguments, remembered: every source, scheduler and sensitivity point
     asks it again for the same job and configuration (notebook 09: 227,000 calls, a third of its time)."""
@@ -116,8 +116,8 @@ def _outcome(job_id: int, values: tuple, seed: int, perf: PerfModel) -> tuple[bo
     return fails, (np.nan if fails else perf.throughput(config))
 
 
-def _option(job: FineTuneJob, cfg: Mapping[str, Any], est: float, seed: int, perf: PerfModel) -> Option:
-    fails, rate = outcome(job.job_id, cfg, seed, perf)
+def _option(job_id: int, cfg: Mapping[str, Any], est: float, seed: int, perf: PerfModel) -> Option:
+    fails, rate = outcome(job_id, cfg, seed, perf)
     label = f"{cfg['gpu_model']}/{cfg['software_version']}/{cfg['number_gpus']}gpu"
     return Option(str(cfg["gpu_model"]), int(cfg["number_gpus"]), float(est), 0.0 if fails else float(rate),
                   fails, label)
@@ -129,26 +129,28 @@ def _row_cfg(row: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _user_options(job: FineTuneJob, vals: Mapping[str, tuple], seed: int, perf: PerfModel) -> tuple[Option, ...]:
-    """The user's trial-and-error order; every other source falls back on it, so it is remembered (a pure
-    function of its arguments: the options are frozen)."""
-    return _user_options_of(job, tuple((k, tuple(v)) for k, v in vals.items()), int(seed), perf)
+    """The user's trial-and-error order. Every other source falls back on it, so it is remembered, keyed by
+    what it reads (not the arrival time: the same job at another offered load shares it)."""
+    return _user_options_of(int(job.job_id), int(job.requested_gpus), tuple(job.spec.items()),
+                            tuple((k, tuple(v)) for k, v in vals.items()), int(seed), perf)
 
 
-@lru_cache(maxsize=1 << 16)
-def _user_options_of(job: FineTuneJob, vals_items: tuple, seed: int, perf: PerfModel) -> tuple[Option, ...]:
-    vals = dict(vals_items)
-    rng = np.random.default_rng([seed, job.job_id, 7])
+@lru_cache(maxsize=1 << 14)  # a few seeds' jobs (notebook 09: 3 x 2,497), ~5 KB each
+def _user_options_of(job_id: int, requested_gpus: int, spec_items: tuple, vals_items: tuple, seed: int,
+                     perf: PerfModel) -> tuple[Option, ...]:
+    vals, spec = dict(vals_items), dict(spec_items)
+    rng = np.random.default_rng([seed, job_id, 7])
     versions = list(vals["software_version"])
     first = versions.pop(int(rng.integers(len(versions))))
     counts = sorted(vals["number_gpus"])
-    start = next((n for n in counts if n >= job.requested_gpus), counts[-1])
+    start = next((n for n in counts if n >= requested_gpus), counts[-1])
     opts = []
     order = [c for c in counts if c >= start] + [c for c in reversed(counts) if c < start]  # fewer GPUs: last
     for sw in [first, *versions]:  # the version the user knows first; the other one when nothing else worked
         for n in order:
             for g in vals["gpu_model"]:
-                cfg = {**job.spec, "gpu_model": g, "software_version": sw, "number_gpus": n}
-                opts.append(_option(job, cfg, float(n), seed, perf))
+                cfg = {**spec, "gpu_model": g, "software_version": sw, "number_gpus": n}
+                opts.append(_option(job_id, cfg, float(n), seed, perf))
     return tuple(opts)
 
 
@@ -162,7 +164,7 @@ def _profiled_options(job: FineTuneJob, vals: Mapping[str, tuple], seed: int, pe
         if not fails:
             seen.append((rate * float(np.exp(rng.normal(0.0, perf.noise_sigma))), cfg))
     seen.sort(key=lambda t: -t[0] / t[1]["number_gpus"])
-    return [_option(job, cfg, est, seed, perf) for est, cfg in seen], profile_s * len(cands)
+    return [_option(job.job_id, cfg, est, seed, perf) for est, cfg in seen], profile_s * len(cands)
 
 
 def _known_options(job: FineTuneJob, vals: Mapping[str, tuple], knowledge: Knowledge, seed: int,
@@ -171,7 +173,7 @@ def _known_options(job: FineTuneJob, vals: Mapping[str, tuple], knowledge: Knowl
     if key not in cache:  # a job spec's ranked configurations, as (configuration, estimate): many jobs share one
         ranked = rank(knowledge.assess(space_frame(enumerate_space(vals, **job.spec))), objective)
         cache[key] = [(_row_cfg(r), float(r["tokens_per_second"])) for r in ranked.to_dict(orient="records")]
-    return [_option(job, cfg, est, seed, perf) for cfg, est in cache[key]]
+    return [_option(job.job_id, cfg, est, seed, perf) for cfg, est in cache[key]]
 
 
 def _efficient(opts: list[Option], floor: float) -> list[Option]:

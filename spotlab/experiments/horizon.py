@@ -248,13 +248,12 @@ def _select_from_members(setup: Setup, method: Method, known: Mapping[str, pd.Da
     chosen member, which is what replaying the member's actions under the same safety net gives (a test
     compares the two)."""
     from ..policies.registry import make_policy
-    from ..policies.select import _replay, member_label, warmup_episodes
+    from ..policies.select import replay_members, warmup_episodes
     from ..runs import Semantics
     from ..simulator import horizon_slots
 
-    sem = Semantics()
+    sem = Semantics()  # the net `run_methods` simulates every cell under
     sel = make_policy(method.policy, dict(method.params)).unwrapped
-    sel.check_params()
     members = sel.members()
     ep, job = setup.episodes, setup.job
     horizon = horizon_slots(job, ep.slot_hours)
@@ -267,7 +266,8 @@ def _select_from_members(setup: Setup, method: Method, known: Mapping[str, pd.Da
     U = np.stack([f["utility"].to_numpy(dtype=float) for f in frames], axis=1)
     warm_ep = warmup_episodes(ep, horizon) if sel.warmup else None
     warm = None if warm_ep is None else np.stack(
-        [_replay(n, p, warm_ep, job, sem.settings, seed, sem.safety_net, sem.give_up)[2] for n, p in members], axis=1)
+        [r[2] for r in replay_members(members, [warm_ep], job, sem.settings, seed, sem.safety_net, sem.give_up)],
+        axis=1)
     chosen = sel.choose(U, warm, ep, job, horizon, seed).chosen
     out = pd.DataFrame({c: [frames[k][c].iloc[r] for r, k in enumerate(chosen)] for c in RESULT_COLUMNS})
     out.insert(0, "job", np.arange(ep.n))

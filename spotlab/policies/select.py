@@ -99,6 +99,15 @@ def _replay(name: str, params: dict[str, Any], episodes, job, settings, seed: in
     return res.arrays["o"], res.arrays["s"], res.utility, float(res.policy_report.get("fallback_rate", 0.0))
 
 
+def replay_members(members: Sequence[tuple[str, dict[str, Any]]], sets: Sequence[Episodes], job, settings,
+                   seed: int, net: str, give_up: bool, n_jobs: int = 1) -> list[tuple]:
+    """Every member on every set of episodes (set-major), each run as `(o, s, utility, fallback_rate)`."""
+    from joblib import Parallel, delayed
+
+    return Parallel(n_jobs=worker_count(n_jobs))(
+        delayed(_replay)(n, p, e, job, settings, seed, net, give_up) for e in sets for n, p in members)
+
+
 ALGORITHMS = ("adahedge", "hedge", "exp3")
 
 
@@ -159,16 +168,12 @@ class Select(OnlinePolicy):
         return out
 
     def reset(self, ctx: Context) -> None:
-        from joblib import Parallel, delayed
-
         super().reset(ctx)
         members = self.members()
         job, ep = ctx.job, ctx.episodes
         warm_ep = warmup_episodes(ep, ctx.horizon) if self.warmup else None
         sets = [ep] if warm_ep is None else [ep, warm_ep]
-        runs = Parallel(n_jobs=worker_count(self.n_jobs))(
-            delayed(_replay)(n, p, e, job, ctx.settings, ctx.seed, ctx.safety_net, ctx.give_up)
-            for e in sets for n, p in members)
+        runs = replay_members(members, sets, job, ctx.settings, ctx.seed, ctx.safety_net, ctx.give_up, self.n_jobs)
         k = len(members)
         U = np.stack([r[2] for r in runs[:k]], axis=1)  # (rounds, K)
         warm = np.stack([r[2] for r in runs[k:]], axis=1) if warm_ep is not None else None

@@ -161,6 +161,10 @@ class ARIMA(Predictor):
     # ------------------------------------------------------------------------------------- forecast
 
     def _moments(self, w: int) -> tuple[np.ndarray, np.ndarray]:
+        """Forecast means and variances, h = 1..w: one pass of the filter per model state, shared by the point
+        forecast and every quantile level (kept in the base class's per-state memo)."""
+        if ("moments", w) in self._memo_:
+            return self._memo_["moments", w]
         a, P = self.state_, self.state_cov_
         mean, var = np.empty(w), np.empty(w)
         for i in range(w):
@@ -168,14 +172,12 @@ class ARIMA(Predictor):
             var[i] = float(self.Z_ @ P @ self.Z_) + self.H_
             a = self.T_ @ a + self.c_
             P = self.T_ @ P @ self.T_.T + self.RQR_
-        return mean, np.maximum(var, 0.0)
+        self._memo_["moments", w] = mean, np.maximum(var, 0.0)
+        return self._memo_["moments", w]
 
     def _predict(self, w: int) -> np.ndarray:
         return self._moments(w)[0]
 
     def _predict_quantile(self, w: int, q: float) -> np.ndarray:
-        memo = self._memo()  # the point forecast and every level share one pass of the filter
-        if ("moments", w) not in memo:
-            memo["moments", w] = self._moments(w)
-        mean, var = memo["moments", w]
+        mean, var = self._moments(w)
         return mean + norm.ppf(q) * np.sqrt(var)
