@@ -4,14 +4,25 @@ kernel's own output out of the terminal."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def kernel_manager_logging_to(log: Path) -> type:
+# the variables the numerical libraries read for their thread pools (OpenMP: scikit-learn's boosting and torch;
+# OpenBLAS / MKL: the linear algebra under statsmodels and scipy)
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def kernel_manager_logging_to(log: Path, threads: int | None = None) -> type:
     """A kernel manager whose kernel writes its process-level stdout/stderr to `log`.
+
+    With `threads`, the kernel's numerical libraries use at most that many threads (a variable the user set
+    stays as set): notebooks run side by side on as many cores otherwise each start a thread per core, and on
+    small fits (ARIMA, boosting on a week of slots) the oversubscribed threads spin instead of working, which
+    costs about twice the CPU for no gain in wall time.
 
     The kernel app logs a TCP warning and the shutdown interrupt of every point, and a race in ipykernel's
     shutdown sometimes logs a zmq traceback; none of it is the point's result (that is in the executed copy
@@ -21,6 +32,10 @@ def kernel_manager_logging_to(log: Path) -> type:
 
     class PointKernelManager(AsyncKernelManager):
         async def _async_launch_kernel(self, kernel_cmd: list[str], **kw: Any) -> None:
+            if threads is not None:
+                env = kw.setdefault("env", dict(os.environ))
+                for var in THREAD_VARIABLES:
+                    env.setdefault(var, str(int(threads)))
             with open(log, "ab") as out:
                 kw.setdefault("stdout", out)
                 kw.setdefault("stderr", out)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -25,11 +26,13 @@ def notebook_sources(folder: Path) -> list[Path]:
 
 
 def run_notebook(src: Path, build: Path, out_dir: Path, quick: bool, extra: dict | None = None,
-                 force: bool = False, progress: bool | None = False, html_dir: Path | None = None) -> dict:
+                 force: bool = False, progress: bool | None = False, html_dir: Path | None = None,
+                 threads: int | None = None) -> dict:
     """Convert and execute one notebook; returns a record with its status and wall time.
 
     `progress` shows a bar of the notebook's cells (None: when stderr is a terminal); `html_dir` gets a
-    readable HTML copy of the executed notebook, figures included (also for a notebook that is not re-run)."""
+    readable HTML copy of the executed notebook, figures included (also for a notebook that is not re-run);
+    `threads` caps the kernel's numerical thread pools (`notebook_exec.kernel_manager_logging_to`)."""
     import jupytext
     import papermill as pm
 
@@ -56,12 +59,21 @@ def run_notebook(src: Path, build: Path, out_dir: Path, quick: bool, extra: dict
     bar = {"desc": f"  {src.stem}", "leave": False, "file": sys.stderr, "dynamic_ncols": True} if progress else False
     pm.execute_notebook(str(ipynb), str(ex_dir / f"{src.stem}.ipynb"), parameters=params, cwd=str(ROOT),
                         kernel_name="python3", progress_bar=bar,
-                        kernel_manager_class=kernel_manager_logging_to(ex_dir / f"{src.stem}.kernel.log"))
+                        kernel_manager_class=kernel_manager_logging_to(ex_dir / f"{src.stem}.kernel.log", threads))
     seconds = time.perf_counter() - started
     done_marker.write_text(json.dumps({"params": params, "seconds": seconds}))
     if html_dir is not None:
         write_html(ex_dir / f"{src.stem}.ipynb", html_dir)
     return {"notebook": src.stem, "status": "ran", "seconds": round(seconds, 1), "execution_seconds": round(seconds, 1)}
+
+
+def kernel_threads(jobs: int, notebooks: int, cores: int | None = None) -> int | None:
+    """Threads per kernel when `min(jobs, notebooks)` kernels share the machine's cores: the cores split
+    between them, at least one; None (the libraries' own default) when a kernel runs alone."""
+    side_by_side = min(jobs, notebooks)
+    if side_by_side <= 1:
+        return None
+    return max(1, (cores or os.cpu_count() or 1) // side_by_side)
 
 
 def write_html(executed: Path, html_dir: Path) -> Path | None:
@@ -177,8 +189,9 @@ def _reproduce(args: argparse.Namespace) -> int:
                disable=None if args.progress is None else not args.progress)
     cell_bars = args.progress if args.jobs == 1 else False  # one cell bar at a time on a terminal
 
-    def one(src: Path) -> dict:
-        return run_notebook(src, build, out_dir, args.quick, force=args.force, progress=cell_bars, html_dir=html_dir)
+    def one(src: Path, threads: int | None) -> dict:
+        return run_notebook(src, build, out_dir, args.quick, force=args.force, progress=cell_bars, html_dir=html_dir,
+                            threads=threads)
 
     failed = None
     pool = ThreadPoolExecutor(max_workers=args.jobs)  # threads: each notebook runs in its own kernel process
@@ -188,7 +201,8 @@ def _reproduce(args: argparse.Namespace) -> int:
     phase_s: list[float] = []
     try:
         for phase in phases:
-            futures = {pool.submit(one, src): src for src in phase}
+            threads = kernel_threads(args.jobs, len(phase))
+            futures = {pool.submit(one, src, threads): src for src in phase}
             for fut in as_completed(futures):
                 src = futures[fut]
                 try:

@@ -4,6 +4,7 @@ name with a non-zero exit; the others' outputs are kept."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -20,9 +21,11 @@ out_dir = "."
 quick = False
 
 # %%
+import os
 from pathlib import Path
 {body}
 Path(out_dir, "{name}.txt").write_text("{name}")
+Path(out_dir, "{name}.threads").write_text(os.environ.get("OMP_NUM_THREADS", "unset"))
 """
 
 
@@ -42,6 +45,9 @@ def test_two_notebooks_at_once(tmp_path):
     assert sorted(p.name for p in (tmp_path / "out").glob("*.txt")) == ["01_a.txt", "02_b.txt", "03_c.txt"]
     log = json.loads((tmp_path / "out" / "reproduce_log.json").read_text())
     assert [r["notebook"] for r in log["notebooks"]] == ["01_a", "02_b", "03_c"]
+    # side by side, each kernel's thread pools get its share of the cores (a variable set by the user stays)
+    share = os.environ.get("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // 2)))
+    assert {p.read_text() for p in (tmp_path / "out").glob("*.threads")} == {share}
 
     _write(nbs, "04_bad", body="raise ValueError('broken on purpose')")
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
@@ -69,3 +75,13 @@ def test_long_notebooks_start_first(tmp_path):
     assert [s.stem for s in _longest_first(sources, log, quick=False)] == sorted(names, key=lambda n: -times[n])
     assert [s.stem for s in _longest_first(sources, log, quick=True)][:len(LONG_FIRST_QUICK)] == list(
         LONG_FIRST_QUICK)  # another mode's log is not used
+
+
+def test_kernel_threads_split_the_cores():
+    from spotlab.reproduce import kernel_threads
+
+    assert kernel_threads(jobs=2, notebooks=10, cores=2) == 1
+    assert kernel_threads(jobs=2, notebooks=10, cores=8) == 4
+    assert kernel_threads(jobs=4, notebooks=10, cores=2) == 1  # never below one
+    assert kernel_threads(jobs=2, notebooks=1, cores=8) is None  # alone (notebook 10 at the end): the default
+    assert kernel_threads(jobs=1, notebooks=10, cores=8) is None
