@@ -24,7 +24,7 @@ out_dir = "paper_figures"
 quick = False  # quick: the volatile synthetic market, 4 jobs, w in {2, 4, 6}
 markets = ["h100", "marketplace", "volatile", "calm"]
 ws = [1, 2, 4, 6, 8, 12]  # windows (slots)
-vs = []  # commitment levels (slots); empty: the values of ws (v <= w only)
+vs = []  # commitment levels (slots); empty: the values of ws (only v up to w)
 sigmas = [0.0, 0.3]
 slot_hours = 1.0
 hours = 24 * 21

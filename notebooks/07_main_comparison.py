@@ -30,7 +30,7 @@ out_dir = "paper_figures"
 quick = False  # calm + volatile synthetic markets, 3 jobs each, quick pool: a smoke run in seconds
 markets = ["h100", "v100_prices", "v100_16", "a100", "marketplace", "calm", "volatile"]  # setups.MARKET_SPECS keys or paths
 od_price = None  # your trace without prices: assumed on-demand USD per GPU-hour (None: the trace's)
-spot_share = None  # ... and spot price = spot_share x on-demand (e.g. 0.3)
+spot_share = None  # ... and its spot price as a share of on-demand (e.g. 0.3)
 pool = "default"  # A3's pool
 predictor = "seasonal_naive"  # A1's forecaster (a real model); A1 with the oracle is always added
 w, v = 12, 1  # A1's window and commitment level (slots)

@@ -52,3 +52,20 @@ def test_relative_out_dir_is_under_the_project_root(tmp_path, monkeypatch):
         text = src.read_text()
         assert 'matplotlib.use("Agg")' not in text, f"{src.name} hides its figures from the notebook"
         assert "project_path(out_dir)" in text, f"{src.name} writes relative to where it runs"
+
+
+@pytest.mark.parametrize("src", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_parameters_cell_is_read_whole_by_papermill(src: Path, caplog):
+    """papermill reads each parameter, its default and its comment (`papermill --help-notebook`, sweeps); a line
+    it cannot parse is dropped from that help with a warning on every run."""
+    import logging
+
+    import jupytext
+    from papermill.translators import PythonTranslator
+
+    cells = [c for c in jupytext.read(src).cells if "parameters" in c.metadata.get("tags", [])]
+    assert len(cells) == 1, f"{src.name} needs exactly one cell tagged parameters"
+    with caplog.at_level(logging.WARNING, logger="papermill"):
+        params = PythonTranslator.inspect(cells[0])
+    assert not caplog.records, caplog.records[0].getMessage()
+    assert {"out_dir", "quick"} <= {p.name for p in params}
