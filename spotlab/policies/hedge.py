@@ -365,13 +365,18 @@ def hedge(
 
 
 def _mixability_gap(p: np.ndarray, loss: np.ndarray, eta: float) -> float:
-    """Expected loss minus mix loss of one round (>= 0); at eta = inf the mix loss is the least loss."""
+    """Expected loss minus mix loss of one round (>= 0); at eta = inf the mix loss is the least loss.
+
+    The log-sum-exp runs over the members with weight, shifted by their least loss: a member without weight
+    but with a smaller loss made every weighted term underflow to 0 at a large eta (log of 0), and its own
+    term overflow (0 x inf)."""
     expected = float(p @ loss)
+    on = p > 0
+    base = float(loss[on].min())
     if math.isinf(eta):
-        mix = float(loss[p > 0].min())
+        mix = base
     else:
-        base = float(loss.min())
-        mix = base - math.log(float(p @ np.exp(-eta * (loss - base)))) / eta
+        mix = base - math.log(float(p[on] @ np.exp(-eta * (loss[on] - base)))) / eta
     return max(expected - mix, 0.0)
 
 

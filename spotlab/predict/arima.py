@@ -30,9 +30,9 @@ from __future__ import annotations
 
 from numbers import Integral
 import warnings
+from functools import lru_cache
 
 import numpy as np
-from scipy.stats import norm
 
 from ..errors import PredictionError
 from ..params import Boolean, Interval, positive_hours
@@ -180,4 +180,13 @@ class ARIMA(Predictor):
 
     def _predict_quantile(self, w: int, q: float) -> np.ndarray:
         mean, var = self._moments(w)
-        return mean + norm.ppf(q) * np.sqrt(var)
+        return mean + _normal_quantile(q) * np.sqrt(var)
+
+
+@lru_cache(maxsize=64)
+def _normal_quantile(q: float) -> float:
+    """The standard normal's q-quantile, once per level: a rolling evaluation asks for the same one or two
+    levels at every origin, and scipy's distribution machinery costs more than the forecast itself there."""
+    from scipy.stats import norm
+
+    return float(norm.ppf(q))
