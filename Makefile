@@ -52,6 +52,7 @@ bench: setup
 	$(PY) benchmarks/bench_cluster.py
 	$(PY) benchmarks/bench_sweep.py
 	$(PY) benchmarks/bench_placement.py
+	$(PY) benchmarks/bench_leaderboard.py
 	$(PY) benchmarks/bench_rl.py
 
 clean:

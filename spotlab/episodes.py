@@ -88,6 +88,41 @@ class Episodes:
         return cls(avail, sp, od, length, market.slot_hours, names, hist_a, hist_p, starts.copy())
 
 
+def concat(parts: Sequence[Episodes]) -> Episodes:
+    """Episodes of several traces (same slot length) stacked into one set, simulated in lockstep.
+
+    Why: a benchmark of many short traces (the leaderboard's six environments) otherwise pays the simulator's
+    per-slot cost once per trace. Windows keep their own lengths (padded past them) and history; the start
+    slots are dropped, since they index different traces (a policy that reads rounds in time order, such as
+    policy selection, runs per trace)."""
+    if not parts:
+        raise TraceError("no episodes to stack")
+    if len(parts) == 1:
+        return parts[0]
+    dt = parts[0].slot_hours
+    if any(abs(p.slot_hours - dt) > 1e-12 for p in parts):
+        raise TraceError("episodes stacked together must have the same slot length")
+    T = max(p.avail.shape[1] for p in parts)
+
+    def pad(a: np.ndarray, fill: float, width: int) -> np.ndarray:
+        return a if a.shape[1] == width else np.pad(a, ((0, 0), (0, width - a.shape[1])), constant_values=fill)
+
+    avail = np.concatenate([pad(p.avail, 0, T) for p in parts])  # the widest of the parts' integer types
+    hist_a = hist_p = None
+    if all(p.history_avail is not None for p in parts):
+        P = max(p.history_avail.shape[1] for p in parts)
+
+        def front(a: np.ndarray) -> np.ndarray:  # history is right-aligned: the slot just before the window last
+            return a if a.shape[1] == P else np.pad(a, ((0, 0), (P - a.shape[1], 0)), constant_values=np.nan)
+
+        hist_a = np.concatenate([front(p.history_avail) for p in parts])
+        hist_p = np.concatenate([front(p.history_price) for p in parts])
+    return Episodes(avail, np.concatenate([pad(p.spot_price, np.nan, T) for p in parts]),
+                    np.concatenate([pad(p.od_price, np.nan, T) for p in parts]),
+                    np.concatenate([p.length for p in parts]), dt, tuple(n for p in parts for n in p.names),
+                    hist_a, hist_p, None)
+
+
 def _cut(series: np.ndarray, starts: np.ndarray, width: int, fill: float, constant_ok: bool = False,
          by_slot: bool = True) -> np.ndarray:
     """Rows `series[start:start + width]` for every start, by array indexing (one gather, no Python loop);

@@ -61,3 +61,48 @@ def test_windows_of_large_counts_keep_their_values():
         ep = Episodes.from_windows(m, starts, starts + 100)
         for row, a in zip(ep.avail, starts):
             assert np.array_equal(row.astype(np.int64), avail[a:a + 100])
+
+
+# ------------------------------------------------------------------------- traces stacked in lockstep
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+import numpy as np  # noqa: E402
+
+from spotlab.episodes import Episodes, concat  # noqa: E402
+from spotlab.errors import TraceError  # noqa: E402
+from spotlab.policies import make_policy  # noqa: E402
+from spotlab.simulator import simulate  # noqa: E402
+from spotlab.synthetic import synthetic_market  # noqa: E402
+
+
+@settings(max_examples=25, deadline=None)
+@given(seeds=st.lists(st.integers(0, 10_000), min_size=2, max_size=3), data=st.data(),
+       policy=st.sampled_from(["greedy", "uniform_progress", "prediction_free", "slack_reserve"]),
+       gpus=st.integers(1, 4), overhead=st.sampled_from([0.0, 0.25, 1.5]))
+def test_stacked_traces_simulate_as_each_alone(seeds, data, policy, gpus, overhead):
+    """Windows of several traces (other lengths, other histories, other requested counts) stacked with `concat`
+    give each window exactly the outcome it gets simulated with its own trace alone."""
+    job = make_job(10.0 * gpus, 14.0, 18.0, overhead_hours=overhead, gpus_min=1, gpus_max=gpus, value=50 * gpus,
+                   miss_penalty=20)
+    parts = []
+    for i, seed in enumerate(seeds):
+        m = synthetic_market(24 * 6, requested=data.draw(st.integers(2, 12)), seed=seed, regime="volatile")
+        n = data.draw(st.integers(1, 4))
+        length = data.draw(st.integers(18, 30))
+        starts = np.sort(np.asarray(data.draw(st.lists(st.integers(0, len(m) - length), min_size=n, max_size=n))))
+        parts.append(Episodes.from_windows(m, starts, starts + length, history=data.draw(st.integers(0, 48))))
+    together = simulate(make_policy(policy), concat(parts), job)
+    alone = [simulate(make_policy(policy), p, job) for p in parts]
+    np.testing.assert_array_equal(together.cost, np.concatenate([r.cost for r in alone]))
+    np.testing.assert_array_equal(together.completion_h, np.concatenate([r.completion_h for r in alone]))
+    assert together.names == tuple(n for r in alone for n in r.names)
+
+
+def test_concat_needs_one_slot_length():
+    a = Episodes.from_markets([synthetic_market(24, slot_hours=1.0)])
+    b = Episodes.from_markets([synthetic_market(24, slot_hours=0.5)])
+    with pytest.raises(TraceError, match="same slot length"):
+        concat([a, b])
+    with pytest.raises(TraceError, match="no episodes"):
+        concat([])

@@ -26,6 +26,8 @@ from ..catalogue import ADRS_ENVS, ADRS_LEADERBOARD_WINDOWS
 from ..data import dataset_path
 from ..errors import TraceError
 from ..runs import Semantics, make_job
+from ..episodes import concat
+from ..market import Market
 from ..simulator import Episodes, simulate
 from ..traces import load_sky_spot_observations, load_windows_csv
 from .cells import append_rows
@@ -113,13 +115,23 @@ def trace_path(env: str, root: str | Path | None = None) -> Path:
     return dataset_path(f"{ADRS_DIR}ping_based__{env}.json", root)
 
 
-def episodes_for(env: str, windows: pd.DataFrame, root: str | Path | None = None) -> Episodes:
-    """The windows of one env on its ping_based trace at the leaderboard's prices, with the week before each
-    window as history (what an online policy may learn from)."""
+def env_market(env: str, root: str | Path | None = None) -> Market:
+    """One env's ping_based trace at the leaderboard's prices."""
     market = load_sky_spot_observations(trace_path(env, root), "preempted").to_market(None)
-    market = market.with_prices(SPOT_PRICE, OD_PRICE)
+    return market.with_prices(SPOT_PRICE, OD_PRICE)
+
+
+def windows_episodes(market: Market, windows: pd.DataFrame) -> Episodes:
+    """`windows` (start_tick, end_tick) of an env's market, with the week before each window as history (what
+    an online policy may learn from)."""
     history = int(round(HISTORY_HOURS / market.slot_hours))
     return Episodes.from_windows(market, windows["start_tick"].to_numpy(), windows["end_tick"].to_numpy(), history)
+
+
+def episodes_for(env: str, windows: pd.DataFrame, root: str | Path | None = None) -> Episodes:
+    """The windows of one env on its ping_based trace at the leaderboard's prices (`env_market`,
+    `windows_episodes`)."""
+    return windows_episodes(env_market(env, root), windows)
 
 
 # ---------------------------------------------------------------------------------------------- runner
@@ -141,6 +153,7 @@ def run(
     out_csv: str | Path | None = None,
     root: str | Path | None = None,
     progress: bool = True,
+    lockstep: bool = True,
 ) -> pd.DataFrame:
     """Per-run rows of every policy on `windows` (env, window, start_tick, end_tick) x deadlines x overheads,
     in the Can't Be Late semantics.
@@ -149,6 +162,9 @@ def run(
     the first k windows of each env (for slow policies: the optimum, CHC, policy selection). With `out_csv`
     every (env, deadline, overhead, policy) cell's rows are appended as soon as they are computed and runs
     already there are not run again, so an interrupted call resumes. Returns the rows of the asked runs.
+
+    `lockstep`: the windows of every env are simulated together, one simulation per (deadline, overhead,
+    policy) instead of one per env (the same numbers; `benchmarks/bench_leaderboard.py` times both).
     """
     from tqdm import tqdm
 
@@ -159,28 +175,44 @@ def run(
     have = set(zip(done["env"], done["window"].astype(int), done["start_tick"].astype(int),
                    np.round(done["deadline"].astype(float), 6), np.round(done["overhead"].astype(float), 6),
                    done["policy"]))
-    cells = [(env, float(dl), float(ov), pol) for env in dict.fromkeys(windows["env"]) for dl in deadlines
-             for ov in overheads for pol in policies]
+    envs = list(dict.fromkeys(windows["env"]))
+    groups = [(float(dl), float(ov), pol) for dl in deadlines for ov in overheads for pol in policies]
     semantics = Semantics.cant_be_late()
     key = ["env", "window", "start_tick", "deadline", "overhead", "policy"]
+    markets: dict[str, Market] = {}  # each env's trace, loaded once
+    cut: dict[tuple, Episodes] = {}  # and each set of its windows, cut once for every (deadline, overhead, policy)
     asked = []
-    for env, dl, ov, pol in tqdm(cells, desc="leaderboard cells", unit="cell", disable=not progress):
-        w_env = windows[windows["env"] == env].reset_index(drop=True)
-        if pol in limit:
-            w_env = w_env.iloc[: int(limit[pol])]
-        asked.append(w_env.assign(deadline=dl, overhead=ov, policy=pol)[key])
-        todo = np.array([(env, int(w), int(s), round(dl, 6), round(ov, 6), pol) not in have
-                         for w, s in zip(w_env["window"], w_env["start_tick"])], dtype=bool)
-        if todo.any():
-            sel = w_env[todo].reset_index(drop=True)
-            ep = episodes_for(env, sel, root)
+    for dl, ov, pol in tqdm(groups, desc="leaderboard cells", unit="cell", disable=not progress):
+        todo_parts = []
+        for env in envs:
+            w_env = windows[windows["env"] == env].reset_index(drop=True)
+            if pol in limit:
+                w_env = w_env.iloc[: int(limit[pol])]
+            asked.append(w_env.assign(deadline=dl, overhead=ov, policy=pol)[key])
+            todo = np.array([(env, int(w), int(s), round(dl, 6), round(ov, 6), pol) not in have
+                             for w, s in zip(w_env["window"], w_env["start_tick"])], dtype=bool)
+            if todo.any():
+                if env not in markets:
+                    markets[env] = env_market(env, root)
+                sel = w_env[todo].reset_index(drop=True)
+                at = (env, tuple(sel["start_tick"]), tuple(sel["end_tick"]))
+                if at not in cut:
+                    cut[at] = windows_episodes(markets[env], sel)
+                todo_parts.append((env, sel, cut[at]))
+        # every env's windows in one lockstep simulation, except for policy selection, whose rounds are one
+        # trace's jobs in time order
+        one_by_one = pol == "select" or not lockstep
+        batches = [[p] for p in todo_parts] if one_by_one else ([todo_parts] if todo_parts else [])
+        for batch in batches:
             job = make_job(WORK_HOURS, dl, overhead_hours=ov)
             t0 = time.perf_counter()
-            res = simulate(semantics.policy(pol, params.get(pol)), ep, job, semantics.settings)
+            res = simulate(semantics.policy(pol, params.get(pol)), concat([ep for _, _, ep in batch]), job,
+                           semantics.settings, record=())
             secs = time.perf_counter() - t0
             fallback = res.policy_report.get("fallback_rate", np.nan) if res.policy_report else np.nan
+            sel = pd.concat([b[1].assign(env=b[0]) for b in batch], ignore_index=True)
             new = pd.DataFrame({
-                "env": env, "window": sel["window"].astype(int), "start_tick": sel["start_tick"].astype(int),
+                "env": sel["env"], "window": sel["window"].astype(int), "start_tick": sel["start_tick"].astype(int),
                 "deadline": dl, "overhead": ov, "policy": pol, "cost": res.cost, "completion_h": res.completion_h,
                 "met_deadline": res.met_deadline, "fallback_rate": float(fallback), "seconds": secs / len(sel),
             })[ROW_COLUMNS]
