@@ -12,14 +12,16 @@
 # `stride_hours`); before each round A3 picks a member of the pool (CHC variants and prediction-free
 # variants) from the rounds before it. Because the market is exogenous, every member is replayed on
 # every round (full information) and Hedge learns from all of them; EXP3, the bandit ablation, sees only
-# the member it ran. `select` uses Hedge with the AdaHedge learning rate by default (it adapts to how far
-# apart the members' utilities actually are); Hedge with the anytime worst-case rate
-# η_t = sqrt(8 ln K / t) is shown next to it, and moves its weights much more slowly because members
-# differ by a few percent of the worst-case utility range that normalises the losses. The paper claims a regret of O(√T) against the best fixed pool member in hindsight:
+# the member it ran. `select` uses FlipFlop by default (de Rooij et al. 2014: it follows the leader while
+# that costs little and switches to the AdaHedge learning rate when it does); AdaHedge alone (its rate
+# adapts to how far apart the members' utilities actually are, but stays low for long after a few costly
+# rounds) and Hedge with the anytime worst-case rate η_t = sqrt(8 ln K / t) are shown next to it; the latter
+# moves its weights much more slowly because members differ by a few percent of the worst-case utility
+# range that normalises the losses. The paper claims a regret of O(√T) against the best fixed pool member in hindsight:
 # on log-log axes the regret should grow with a slope of at most about 0.5.
 #
 # Every selector first replays the pool on the jobs of the week before the first round (the warm-up, what
-# `select` does by default) and starts from what they teach; `adahedge-cold` is AdaHedge from uniform
+# `select` does by default) and starts from what they teach; `flipflop-cold` is FlipFlop from uniform
 # weights, to show what the warm-up buys.
 #
 # Default: a 30-day synthetic market in the volatile regime at 1 h slots, a job every 2 h, the 5-member
@@ -34,7 +36,7 @@ quick = False  # synthetic calm market, quick pool, 12 rounds: a smoke run in se
 market = "volatile"  # a key of spotlab.experiments.setups.MARKET_SPECS
 hours = 24 * 30  # length of a synthetic market (real traces: ignored)
 pool = "default"  # "default" (5 members), "wide" (11), "quick" (5) or a list of (policy, params)
-algorithms = ["adahedge", "adahedge-cold", "hedge", "exp3"]  # the first drives the replay; "-cold": no warm-up
+algorithms = ["flipflop", "flipflop-cold", "adahedge", "hedge", "exp3"]  # the first drives the replay; "-cold": no warm-up
 stride_hours = 2.0  # a new job every stride_hours
 max_jobs = None  # None: every job window of the trace
 slot_hours = 1.0
@@ -106,7 +108,7 @@ display(summary[["algorithm", "rounds", "members", "regret", "regret_per_round",
                  "best_member", "best_member_mean_utility", "selector_mean_utility", "most_chosen"]].round(3))
 
 # %% [markdown]
-# ## Weights over rounds (the first algorithm, AdaHedge by default)
+# ## Weights over rounds (the first algorithm, FlipFlop by default)
 #
 # Stacked: the probability the selector gives each pool member before each round (members labelled; CHC
 # variants in blues, prediction-free variants in oranges). Early on the weights are near uniform; as
@@ -140,7 +142,7 @@ save(fig, weights, OUT.weights)
 plt.show()
 
 # %% [markdown]
-# ## Regret vs rounds, log-log: AdaHedge, Hedge, EXP3
+# ## Regret vs rounds, log-log: FlipFlop, AdaHedge, Hedge, EXP3
 #
 # Cumulative expected regret against the best fixed member so far (USD; rounds where it is not positive
 # are not drawn on log axes). Dashed: a √T reference line through the first algorithm's regret at the

@@ -45,7 +45,7 @@ ROUNDS_MIN = 200  # claim 6: fewer rounds do not show an asymptotic rate
 
 TIE = 1e-9  # claim 7: relative improvements this small are float noise, not a win or a loss
 
-FULL_INFO = ("adahedge", "hedge")  # claim 6: the full-information selectors (A3); exp3 is the bandit ablation
+FULL_INFO = ("flipflop", "adahedge", "hedge")  # claim 6: the full-information selectors (A3); exp3 is the bandit ablation
 
 
 @dataclass(frozen=True)

@@ -464,7 +464,7 @@ PARAM_HELP: dict[str, str] = {
     "train_hours": "hours of history each forecaster fit uses",
     "seed": "the policy's random seed (the same as --seed)",
     "pool": "members to choose from: default, quick, or a list of (policy, params) pairs",
-    "algorithm": "adahedge, hedge (worst-case rate) or exp3 (bandit feedback)",
+    "algorithm": "flipflop (default: follow the leader, AdaHedge when that costs), adahedge, hedge (worst-case rate) or exp3 (bandit feedback)",
     "eta": "learning rate of hedge/exp3 (None: the theoretical one)",
     "warmup": "start from what the pool teaches on the week before the first round",
     "theta": "use spot when its price is at most theta x on-demand",

@@ -46,7 +46,7 @@ def test_selection_run_structure(market):
     assert s["best_member"] == names[int(np.argmax(U.sum(axis=0)))]
     assert s["bound_hedge"] > 0 and s["bound_hedge"] == pytest.approx(frame["bound_hedge"].iloc[-1])
     assert np.isfinite(s["regret_slope"]) or s["slope_note"]
-    assert s["algorithm"] == "adahedge" and sum(s["chosen_counts"].values()) == 30
+    assert s["algorithm"] == "flipflop" and sum(s["chosen_counts"].values()) == 30
 
 
 def test_regret_slope_is_the_loglog_fit(market):
@@ -62,12 +62,12 @@ def test_regret_slope_is_the_loglog_fit(market):
 
 
 def test_ablation_matches_select_with_that_algorithm(market):
-    """Hedge and EXP3 computed from the AdaHedge replay are what select(algorithm=...) itself does."""
+    """AdaHedge, Hedge and EXP3 computed from the FlipFlop replay are what select(algorithm=...) itself does."""
     frame, summ = cmp.selection_runs(market, SPEC, pool=POOL, stride_hours=3.0, max_jobs=12, seed=2)
-    assert list(summ["algorithm"]) == list(cmp.ALGORITHMS) and cmp.ALGORITHMS[0] == "adahedge"
+    assert list(summ["algorithm"]) == list(cmp.ALGORITHMS) and cmp.ALGORITHMS[0] == "flipflop"
     job = SPEC.job(market)
     ep = setups.job_episodes(market, job, stride_hours=3.0, max_jobs=12)
-    for algo in ("hedge", "exp3"):
+    for algo in ("adahedge", "hedge", "exp3"):
         pol = make_policy("select", {"pool": POOL, "algorithm": algo})
         res = simulate(pol, ep, job, SimSettings(), 2)
         e = frame[frame["algorithm"] == algo]
@@ -76,19 +76,19 @@ def test_ablation_matches_select_with_that_algorithm(market):
         assert summ.set_index("algorithm").loc[algo, "regret"] == pytest.approx(pol.report()["regret"])
     # "-cold" is the same selector without the warm-up on the trace's past (a longer market: a week of it)
     long = synthetic_market(24 * 9, slot_hours=1.0, requested=4, od_price=3.0, regime="volatile", seed=3)
-    frame, summ = cmp.selection_runs(long, SPEC, pool=POOL, algorithms=["adahedge", "adahedge-cold"],
+    frame, summ = cmp.selection_runs(long, SPEC, pool=POOL, algorithms=["flipflop", "flipflop-cold"],
                                      stride_hours=3.0, max_jobs=12, seed=2)
     ep = setups.job_episodes(long, job, stride_hours=3.0, max_jobs=12)
     warm = make_policy("select", {"pool": POOL})
     simulate(warm, ep, job, SimSettings(), 2)
     assert warm.report()["warmup_rounds"] > 40
-    assert np.array_equal(frame[frame["algorithm"] == "adahedge"]["chosen"].to_numpy(), warm.run_.chosen)
+    assert np.array_equal(frame[frame["algorithm"] == "flipflop"]["chosen"].to_numpy(), warm.run_.chosen)
     pol = make_policy("select", {"pool": POOL, "warmup": False})
     simulate(pol, ep, job, SimSettings(), 2)
     assert pol.report()["warmup_rounds"] == 0
-    cold = frame[frame["algorithm"] == "adahedge-cold"]
+    cold = frame[frame["algorithm"] == "flipflop-cold"]
     assert np.array_equal(cold["chosen"].to_numpy(), pol.run_.chosen)
-    assert summ.set_index("algorithm").loc["adahedge-cold", "regret"] == pytest.approx(pol.report()["regret"])
+    assert summ.set_index("algorithm").loc["flipflop-cold", "regret"] == pytest.approx(pol.report()["regret"])
     with pytest.raises(PolicyError, match="unknown selection algorithm 'hedge-warm'"):
         cmp.selection_runs(market, SPEC, pool=POOL, algorithms=["hedge-warm"], max_jobs=3)
 

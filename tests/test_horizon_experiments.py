@@ -165,7 +165,7 @@ def test_bad_inputs_give_clear_errors(volatile):
         hz.motivation([volatile, volatile], sigmas=(0.0,))
     with pytest.raises(TraceError, match="unknown market"):
         hz.prepare("nowhere", SPEC, **KW)
-    with pytest.raises(hz.ExperimentError, match="one of adahedge, hedge, exp3"):
+    with pytest.raises(hz.ExperimentError, match="one of flipflop, adahedge, hedge, exp3"):
         hz.error_sensitivity(volatile, sigmas=[0.0], chc_variants=[(2, 1)], algorithm="ucb")
     assert issubclass(hz.ExperimentError, SpotlabError)
 

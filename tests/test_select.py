@@ -100,7 +100,7 @@ def test_select_warms_up_on_the_past(setup):
     ({"pool": "nope"}, "unknown pool 'nope'"),
     ({"pool": [("optimal", {})]}, "'optimal' cannot be a pool member"),
     ({"pool": []}, "the pool is empty"),
-    ({"algorithm": "ucb"}, r"algorithm must be one of 'adahedge', 'hedge', 'exp3' \(got 'ucb'\)"),
+    ({"algorithm": "ucb"}, r"algorithm must be one of 'flipflop', 'adahedge', 'hedge', 'exp3' \(got 'ucb'\)"),
 ])
 def test_bad_select_parameters(setup, params, msg):
     _, job, episodes = setup

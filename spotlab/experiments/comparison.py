@@ -44,7 +44,8 @@ from ..market import Market
 from ..policies import make_policy
 from ..policies.registry import resolved_params
 from ..policies.select import ALGORITHMS, known_from
-from ..policies.hedge import SelectionRun, adahedge, exp3, hedge, loglog_slope, regret_bound_hedge, warm_started
+from ..policies.hedge import (SelectionRun, adahedge, exp3, flipflop, hedge, loglog_slope, regret_bound_hedge,
+                              warm_started)
 from ..simulator import SimSettings, horizon_slots, simulate
 from . import setups
 from .cells import Cell, Done, Table, run
@@ -188,16 +189,18 @@ def _base_algorithm(name: str) -> str:
     return base
 
 
-def _rerun(run: SelectionRun, algorithm: str, known: np.ndarray, warm: np.ndarray | None) -> SelectionRun:
+def _rerun(run: SelectionRun, algorithm: str, known: np.ndarray, warm: np.ndarray | None,
+           prefer: int | None = None) -> SelectionRun:
     """The selection `select(algorithm=...)` would make on the same replayed utilities (same range, seed,
     warm-up rounds unless the name ends in `-cold`)."""
     base = _base_algorithm(algorithm)
     if base == run.algorithm and not algorithm.endswith(COLD):
         return run
-    algo = {"adahedge": adahedge, "hedge": hedge, "exp3": exp3}[base]
+    algo = {"flipflop": flipflop, "adahedge": adahedge, "hedge": hedge, "exp3": exp3}[base]
     w = None if algorithm.endswith(COLD) else warm
+    kw = {"prefer": prefer} if base in ("flipflop", "adahedge") else {}
     out = warm_started(algo, w, run.member_utilities, run.lo, run.hi, known_from=known, seed=run.seed,
-                       names=run.names)
+                       names=run.names, **kw)
     return replace(out, algorithm=algorithm)
 
 
@@ -234,14 +237,15 @@ def selection_runs(market: str | Market, spec: setups.JobSpec | None = None, poo
              else "custom", "sim_seed": seed, **{f"job_{k}": v for k, v in asdict(spec).items()}}
     frames, rows = [], []
     for a in algos:
-        run = _rerun(base, a, known_from(episodes, horizon_slots(job, episodes.slot_hours)), policy.warm_)
+        run = _rerun(base, a, known_from(episodes, horizon_slots(job, episodes.slot_hours)), policy.warm_,
+                     policy.unwrapped._preferred(policy.unwrapped.members()))
         frames.append(_round_frame(run, episodes.names, key))
         rows.append(_summary(run, key, slope_start, extra))
     return pd.concat(frames, ignore_index=True), pd.DataFrame(rows)
 
 
 def selection_run(market: str | Market, spec: setups.JobSpec | None = None, pool: str | Sequence = "default",
-                  algorithm: str = "adahedge", stride_hours: float = 2.0, max_jobs: int | None = None, seed: int = 0,
+                  algorithm: str = "flipflop", stride_hours: float = 2.0, max_jobs: int | None = None, seed: int = 0,
                   n_jobs: int = 1, slot_hours: float = 1.0, hours: float = 24 * 21, market_seed: int = 0,
                   slope_start: int | None = None) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Simulate `select` (pool, AdaHedge, Hedge or EXP3) on jobs one after another on `market`.

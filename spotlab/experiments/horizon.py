@@ -347,7 +347,7 @@ def error_sensitivity(market: str | Market, spec: su.JobSpec | None = None,
                       sigmas: Sequence[float] = (0.0, 0.1, 0.2, 0.3, 0.5),
                       chc_variants: Sequence[tuple[int, int]] = ((6, 1), (6, 3), (6, 6)),
                       include_select: bool = True, a2_pool: Iterable[Mapping[str, Any]] = DEFAULT_A2_POOL,
-                      algorithm: str = "adahedge", include_optimum: bool = False, solver: str = "glpk",
+                      algorithm: str = "flipflop", include_optimum: bool = False, solver: str = "glpk",
                       opt_time_limit: float = 120.0, chc_extra: Mapping[str, Any] | None = None, seed: int = 0,
                       n_jobs: int = 1, out_csv: str | Path | None = None, verbose: bool = False,
                       reuse_members: bool = True, **setup_kw) -> pd.DataFrame:

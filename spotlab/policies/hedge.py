@@ -38,6 +38,7 @@ __all__ = [
     "losses_from_utilities",
     "hedge",
     "adahedge",
+    "flipflop",
     "exp3",
     "warm_started",
     "regret_bound_hedge",
@@ -364,20 +365,29 @@ def hedge(
     return _result("hedge", arr, p, chosen, etas, seed, lo, hi, names_t, 0.0)
 
 
-def _mixability_gap(p: np.ndarray, loss: np.ndarray, eta: float) -> float:
-    """Expected loss minus mix loss of one round (>= 0); at eta = inf the mix loss is the least loss.
+GAP_TOLERANCE = 1e-12  # losses are in [0, 1]
 
-    The log-sum-exp runs over the members with weight, shifted by their least loss: a member without weight
-    but with a smaller loss made every weighted term underflow to 0 at a large eta (log of 0), and its own
-    term overflow (0 x inf)."""
+
+def _mixability_gap(p: np.ndarray, loss: np.ndarray, eta: float, before: np.ndarray) -> float:
+    """Expected loss minus mix loss of one round (>= 0), for weights `p` formed with rate `eta` from the
+    cumulative losses `before` (de Rooij et al. 2014: the mix loss is the increase of the mix potential
+    M(L) = min L - ln(mean exp(-eta (L - min L))) / eta).
+
+    At eta = inf (follow the leader) the mix loss is the increase of the *least cumulative loss over all
+    members*, min(before + loss) - min(before): zero while the leader keeps its lead, positive when it is
+    overtaken. (Taking the least loss among the weighted members instead keeps the gap at 0 whenever one
+    leader is played, so AdaHedge would follow the leader for ever, with its linear regret.) For a finite eta
+    the potential's increase is -ln(p . exp(-eta loss)) / eta, summed over the members with weight and shifted
+    by their least loss: no term underflows to log(0) or overflows."""
     expected = float(p @ loss)
-    on = p > 0
-    base = float(loss[on].min())
     if math.isinf(eta):
-        mix = base
+        mix = float((before + loss).min() - before.min())
     else:
+        on = p > 0
+        base = float(loss[on].min())
         mix = base - math.log(float(p[on] @ np.exp(-eta * (loss[on] - base)))) / eta
-    return max(expected - mix, 0.0)
+    gap = expected - mix
+    return gap if gap > GAP_TOLERANCE else 0.0  # below it: the rounding of the sums above, not a lost round
 
 
 def adahedge(U, lo: float, hi: float, seed: int = 0, names: Sequence[str] | None = None,
@@ -395,22 +405,60 @@ def adahedge(U, lo: float, hi: float, seed: int = 0, names: Sequence[str] | None
 
     `prefer`: the member played while following the leader leaves a tie that includes it (before any
     outcome is known, every member ties): a safe default instead of a uniform draw. The bound is unchanged,
-    since the mixability gap is measured on the weights actually played.
+    since the mixability gap is measured on the weights actually played: a round played on the leader (or on
+    `prefer`) adds the difference between its loss and the increase of the least cumulative loss, so rounds
+    where the leader is overtaken (or where `prefer` was not the best) end the following of the leader.
     """
+    return _adaptive("adahedge", U, lo, hi, seed, names, known_from, prefer, flipflop=False)
+
+
+# FlipFlop's constants (de Rooij et al. 2014, §3): its regret is then at most 5.64 times FTL's plus 3.73,
+# and at most a constant times AdaHedge's bound
+FLIPFLOP_PHI = 2.37
+FLIPFLOP_ALPHA = 1.243
+
+
+def flipflop(U, lo: float, hi: float, seed: int = 0, names: Sequence[str] | None = None,
+             known_from: Sequence[int] | None = None, prefer: int | None = None) -> SelectionRun:
+    """FlipFlop (de Rooij et al. 2014): follow the leader while that costs little, AdaHedge when it does not.
+
+    Why: AdaHedge's rate collapses after a few costly rounds (a blind start on the preferred member, one
+    leader change) and stays low, so on data where one member is steadily best it keeps spreading weight for
+    many rounds; follow-the-leader locks on at once there but loses every round on data made to fool it.
+    FlipFlop alternates between the two regimes: it keeps the mixability gaps each regime has accumulated,
+    Δ_ftl and Δ_ah (AdaHedge's rate is ln K / Δ_ah, from its own rounds only), and leaves follow-the-leader
+    when Δ_ftl > (φ/α) Δ_ah and AdaHedge when Δ_ah > α Δ_ftl. Its regret is within a constant factor of the
+    better of the two. `known_from` and `prefer` as in `adahedge` (a round's gap counts for the regime it was
+    played in, when its outcome is known)."""
+    return _adaptive("flipflop", U, lo, hi, seed, names, known_from, prefer, flipflop=True)
+
+
+def _adaptive(name: str, U, lo: float, hi: float, seed: int, names, known_from, prefer, flipflop: bool
+              ) -> SelectionRun:
+    """AdaHedge, or FlipFlop's alternation of follow-the-leader and AdaHedge regimes."""
     lo, hi, arr, seed, names_t = _prepare(U, lo, hi, seed, names)
     rounds, k = arr.shape
     loss = losses_from_utilities(arr, lo, hi)
     ln_k = math.log(k)
     arrivals = _arrivals(_check_known_from(known_from, rounds))
     cum = np.zeros(k)
-    gap = 0.0
+    gaps = {"ftl": 0.0, "ah": 0.0}  # the mixability gaps of the rounds played in each regime
+    regime = "ftl" if flipflop else "ah"
+    played = []  # the regime of each round
     p = np.empty((rounds, k))
     etas = np.empty(rounds)
+    seen = np.empty((rounds, k))  # the cumulative losses each round's weights were formed from
     for t in range(rounds):
         for i in arrivals.get(t, ()):  # outcomes that became known before round t
-            gap += _mixability_gap(p[i], loss[i], etas[i])
+            gaps[played[i]] += _mixability_gap(p[i], loss[i], etas[i], seen[i])
             cum += loss[i]
-        eta = math.inf if gap <= 0 else ln_k / gap
+        if flipflop:
+            if regime == "ftl" and gaps["ftl"] > FLIPFLOP_PHI / FLIPFLOP_ALPHA * gaps["ah"]:
+                regime = "ah"
+            elif regime == "ah" and gaps["ah"] > FLIPFLOP_ALPHA * gaps["ftl"]:
+                regime = "ftl"
+        seen[t] = cum
+        eta = math.inf if regime == "ftl" or gaps["ah"] <= 0 else ln_k / gaps["ah"]
         if math.isinf(eta):
             lead = (cum <= cum.min() + 1e-12).astype(float)
             if prefer is not None and lead[prefer]:
@@ -421,9 +469,10 @@ def adahedge(U, lo: float, hi: float, seed: int = 0, names: Sequence[str] | None
             z = np.exp(-eta * (cum - cum.min()))
             pt = z / z.sum()
         p[t], etas[t] = pt, eta
+        played.append(regime)
     rng = np.random.default_rng(seed)
     chosen = _draw(p, rng.random(rounds))
-    return _result("adahedge", arr, p, chosen, etas, seed, lo, hi, names_t, 0.0)
+    return _result(name, arr, p, chosen, etas, seed, lo, hi, names_t, 0.0)
 
 
 def exp3(

@@ -3,12 +3,16 @@
 Rounds are jobs, one after another: the episodes of a simulation, in their order. The market is
 exogenous, so once round r is over every pool member can be replayed on it (full information): Hedge
 (exponential weights on utilities normalised to losses in [0, 1], anytime learning rate) picks the
-member for round r from the rounds before it only. The default learning rate is AdaHedge's, which
-adapts to the spread of the members' losses (pool members typically differ by a few percent of the
-worst-case range, where the worst-case rate of `algorithm="hedge"`, sqrt(8 ln K / t), hardly moves the
-weights in a few hundred rounds); EXP3 (`algorithm="exp3"`) is the bandit ablation that sees the chosen
-member's utility only. The regret is measured against the best fixed member in
-hindsight; Hedge's grows like sqrt(T) at worst (slope <= 0.5 on log-log axes).
+member for round r from the rounds before it only. The default is FlipFlop (de Rooij et al. 2014), which
+follows the leader while that costs little and switches to the AdaHedge learning rate when it does:
+AdaHedge (`algorithm="adahedge"`) adapts to the spread of the members' losses (pool members typically differ
+by a few percent of the worst-case range, where the worst-case rate of `algorithm="hedge"`, sqrt(8 ln K / t),
+hardly moves the weights in a few hundred rounds), but a few costly rounds early on (a blind start, one
+leader overtaken) keep its rate low for long, and with a few dozen rounds that spread costs more than it
+saves; FlipFlop's regret is within a constant factor of the better of following the leader and AdaHedge.
+EXP3 (`algorithm="exp3"`) is the bandit ablation that sees the chosen member's utility only. The regret is
+measured against the best fixed member in hindsight; Hedge's grows like sqrt(T) at worst (slope <= 0.5 on
+log-log axes).
 
 Rounds may overlap in time (a job every hour, each running 10 h): a round's outcome is then used only by
 rounds that start after its window has ended (delayed feedback), so no choice looks ahead.
@@ -54,7 +58,7 @@ from ..parallel import worker_count
 from ..params import Boolean, Interval, Options
 from ..simulator import Episodes, simulate
 from .base import Context, Observation, OnlinePolicy
-from .hedge import SelectionRun, adahedge, exp3, hedge, loglog_slope, warm_started
+from .hedge import SelectionRun, adahedge, exp3, flipflop, hedge, loglog_slope, warm_started
 from .registry import REGISTRY, make_policy
 
 POOLS: dict[str, list[tuple[str, dict[str, Any]]]] = {
@@ -108,7 +112,7 @@ def replay_members(members: Sequence[tuple[str, dict[str, Any]]], sets: Sequence
         delayed(_replay)(n, p, e, job, settings, seed, net, give_up) for e in sets for n, p in members)
 
 
-ALGORITHMS = ("adahedge", "hedge", "exp3")
+ALGORITHMS = ("flipflop", "adahedge", "hedge", "exp3")
 
 
 def known_from(episodes, horizon: int) -> np.ndarray:
@@ -128,7 +132,7 @@ class Select(OnlinePolicy):
 
     name = "select"
 
-    def __init__(self, pool: str | Sequence = "default", algorithm: str = "adahedge", eta: float | None = None,
+    def __init__(self, pool: str | Sequence = "default", algorithm: str = "flipflop", eta: float | None = None,
                  warmup: bool = True, prefer: str | None = "uniform_progress", seed: int = 0,
                  n_jobs: int = -1) -> None:
         self.pool = pool
@@ -199,10 +203,12 @@ class Select(OnlinePolicy):
         names = tuple(member_label(n, p) for n, p in members)
         seed = int(seed) * 1_000_003 + int(self.seed)
         known = known_from(ep, horizon)
-        if self.algorithm == "adahedge":
+        if self.algorithm in ("flipflop", "adahedge"):
             if self.eta is not None:
-                raise PolicyError("select: adahedge sets its own learning rate; eta applies to hedge and exp3")
-            return warm_started(adahedge, warm, U, lo, hi, known_from=known, seed=seed, names=names,
+                raise PolicyError(f"select: {self.algorithm} sets its own learning rate; eta applies to hedge and "
+                                  "exp3")
+            algo = flipflop if self.algorithm == "flipflop" else adahedge
+            return warm_started(algo, warm, U, lo, hi, known_from=known, seed=seed, names=names,
                                 prefer=self._preferred(members))
         algo = hedge if self.algorithm == "hedge" else exp3
         return warm_started(algo, warm, U, lo, hi, known_from=known, eta=self.eta, seed=seed, names=names)
