@@ -15,7 +15,7 @@
 # `setups.MARKET_SPECS`), on a GPU-cloud marketplace (H100 SXM5, market-wide, `spotlab.marketplace`: real prices
 # and listed capacity; claim 7m of the report) and on the calm and volatile synthetic regimes:
 #
-# - A3: `select` over the default pool (Hedge with the AdaHedge learning rate, full information);
+# - A3: `select` over the default pool (FlipFlop: follow the leader, Hedge with the AdaHedge rate when that costs; full information);
 # - A1: CHC with a real forecaster (`predictor`), and with the perfect-foresight oracle (σ = 0) as a reference
 #   of what forecasts could buy;
 # - A2: the prediction-free rule with its default parameters;

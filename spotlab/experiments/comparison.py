@@ -5,7 +5,7 @@
 before the round, the member drawn, every member's utility, the selector's expected and realised utility,
 the cumulative expected regret against the best fixed member so far, the Hedge bound) and a summary (rounds,
 final regret, the log-log slope of regret vs rounds from `selection.loglog_slope`, the anytime Hedge bound
-`regret_bound_hedge` at T, the best member). `selection_runs` does the AdaHedge / Hedge / EXP3 ablation: the
+`regret_bound_hedge` at T, the best member). `selection_runs` does the FlipFlop / AdaHedge / Hedge / EXP3 ablation: the
 pool is replayed once (by simulating `select` with the first algorithm); the other algorithms are run on the same
 recorded member utilities with the same utility range and seed, which is exactly what `select` with that
 algorithm would do (the replay does not depend on the algorithm; a test checks the equality).
@@ -44,8 +44,7 @@ from ..market import Market
 from ..policies import make_policy
 from ..policies.registry import resolved_params
 from ..policies.select import ALGORITHMS, known_from
-from ..policies.hedge import (SelectionRun, adahedge, exp3, flipflop, hedge, loglog_slope, regret_bound_hedge,
-                              warm_started)
+from ..policies.hedge import OWN_RATE, SELECTORS, SelectionRun, loglog_slope, regret_bound_hedge, warm_started
 from ..simulator import SimSettings, horizon_slots, simulate
 from . import setups
 from .cells import Cell, Done, Table, run
@@ -196,9 +195,9 @@ def _rerun(run: SelectionRun, algorithm: str, known: np.ndarray, warm: np.ndarra
     base = _base_algorithm(algorithm)
     if base == run.algorithm and not algorithm.endswith(COLD):
         return run
-    algo = {"flipflop": flipflop, "adahedge": adahedge, "hedge": hedge, "exp3": exp3}[base]
+    algo = SELECTORS[base]
     w = None if algorithm.endswith(COLD) else warm
-    kw = {"prefer": prefer} if base in ("flipflop", "adahedge") else {}
+    kw = {"prefer": prefer} if base in OWN_RATE else {}
     out = warm_started(algo, w, run.member_utilities, run.lo, run.hi, known_from=known, seed=run.seed,
                        names=run.names, **kw)
     return replace(out, algorithm=algorithm)
@@ -210,9 +209,9 @@ def selection_runs(market: str | Market, spec: setups.JobSpec | None = None, poo
                    market_seed: int = 0, slope_start: int | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """A3 on `market` with each algorithm of `algorithms` (pool replayed once): (per-round frame, summary).
 
-    Algorithms: those of `select` (`policies.select.ALGORITHMS`: AdaHedge, its default; Hedge with the anytime
+    Algorithms: those of `select` (`policies.select.ALGORITHMS`: FlipFlop, its default; AdaHedge; Hedge with the anytime
     worst-case rate; EXP3, the bandit ablation), each started from the warm-up rounds on the trace's past as
-    `select` does, or from uniform weights with the suffix `-cold` (e.g. `adahedge-cold`). `bound_hedge` is the anytime Hedge bound, for reference;
+    `select` does, or from uniform weights with the suffix `-cold` (e.g. `flipflop-cold`). `bound_hedge` is the anytime Hedge bound, for reference;
     AdaHedge's own bound is within a constant of it.
 
     The frame has one row per (algorithm, round); the summary one row per algorithm (see `selection_run`).
@@ -272,7 +271,7 @@ def default_methods(pool: str | Sequence = "default", predictor: str = "seasonal
 
     `n_jobs` goes to the methods that parallelise inside (A3's pool replay, the optimum's windows)."""
     return {
-        A3: ("select", {"pool": pool, "n_jobs": n_jobs}),  # select's default algorithm (AdaHedge)
+        A3: ("select", {"pool": pool, "n_jobs": n_jobs}),  # select's default algorithm (FlipFlop)
         f"A1_chc_{predictor}": ("chc", {"w": w, "v": v, "predictor": predictor, "solver": solver}),
         "A1_chc_oracle": ("chc", {"w": w, "v": v, "predictor": "oracle", "sigma": 0.0, "solver": solver}),
         "A2_prediction_free": ("prediction_free", {}),

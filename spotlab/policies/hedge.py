@@ -562,6 +562,12 @@ def warm_started(algorithm: Callable[..., SelectionRun], warm, U, lo: float, hi:
                         eta=run.eta[n0:], seed=run.seed, lo=run.lo, hi=run.hi, gamma=run.gamma, names=run.names)
 
 
+# The selectors by name (`select(algorithm=...)`), and those that set their own rate (they take `prefer`, no eta)
+SELECTORS: dict[str, Callable[..., SelectionRun]] = {"flipflop": flipflop, "adahedge": adahedge, "hedge": hedge,
+                                                     "exp3": exp3}
+OWN_RATE = ("flipflop", "adahedge")
+
+
 # ---------------------------------------------------------------------------------------------- theory
 
 

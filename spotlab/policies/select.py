@@ -58,7 +58,7 @@ from ..parallel import worker_count
 from ..params import Boolean, Interval, Options
 from ..simulator import Episodes, simulate
 from .base import Context, Observation, OnlinePolicy
-from .hedge import SelectionRun, adahedge, exp3, flipflop, hedge, loglog_slope, warm_started
+from .hedge import OWN_RATE, SELECTORS, SelectionRun, loglog_slope, warm_started
 from .registry import REGISTRY, make_policy
 
 POOLS: dict[str, list[tuple[str, dict[str, Any]]]] = {
@@ -112,7 +112,7 @@ def replay_members(members: Sequence[tuple[str, dict[str, Any]]], sets: Sequence
         delayed(_replay)(n, p, e, job, settings, seed, net, give_up) for e in sets for n, p in members)
 
 
-ALGORITHMS = ("flipflop", "adahedge", "hedge", "exp3")
+ALGORITHMS = tuple(SELECTORS)  # the first is the default
 
 
 def known_from(episodes, horizon: int) -> np.ndarray:
@@ -203,14 +203,13 @@ class Select(OnlinePolicy):
         names = tuple(member_label(n, p) for n, p in members)
         seed = int(seed) * 1_000_003 + int(self.seed)
         known = known_from(ep, horizon)
-        if self.algorithm in ("flipflop", "adahedge"):
+        algo = SELECTORS[self.algorithm]
+        if self.algorithm in OWN_RATE:
             if self.eta is not None:
-                raise PolicyError(f"select: {self.algorithm} sets its own learning rate; eta applies to hedge and "
-                                  "exp3")
-            algo = flipflop if self.algorithm == "flipflop" else adahedge
+                raise PolicyError(f"select: {self.algorithm} sets its own learning rate; eta applies to "
+                                  f"{', '.join(a for a in ALGORITHMS if a not in OWN_RATE)}")
             return warm_started(algo, warm, U, lo, hi, known_from=known, seed=seed, names=names,
                                 prefer=self._preferred(members))
-        algo = hedge if self.algorithm == "hedge" else exp3
         return warm_started(algo, warm, U, lo, hi, known_from=known, eta=self.eta, seed=seed, names=names)
 
     def _preferred(self, members: list[tuple[str, dict[str, Any]]]) -> int | None:
