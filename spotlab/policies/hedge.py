@@ -420,7 +420,7 @@ FLIPFLOP_ALPHA = 1.243
 
 def flipflop(U, lo: float, hi: float, seed: int = 0, names: Sequence[str] | None = None,
              known_from: Sequence[int] | None = None, prefer: int | None = None) -> SelectionRun:
-    """FlipFlop (de Rooij et al. 2014): follow the leader while that costs little, AdaHedge when it does not.
+    """FlipFlop (de Rooij et al. 2014): follow the leader while that costs little, AdaHedge once it costs more.
 
     Why: AdaHedge's rate collapses after a few costly rounds (a blind start on the preferred member, one
     leader change) and stays low, so on data where one member is steadily best it keeps spreading weight for
