@@ -459,7 +459,7 @@ PARAM_HELP: dict[str, str] = {
     "prediction_free.sigma": "the progress line finishes the work by sigma x soft deadline",
     "quantile": "plan on the GPUs available with this probability (None: the mean forecast)",
     "averaging": "Chen et al.'s CHC: v staggered controllers averaged",
-    "urgency": "tie-break as a share of the price: spot taken earlier, on-demand bought later look that much cheaper",
+    "urgency": "share of the price by which spot taken now (on-demand bought later) looks cheaper while the plan leans on the tail",
     "refit_hours": "hours between refits of the forecaster",
     "train_hours": "hours of history each forecaster fit uses",
     "seed": "the policy's random seed (the same as --seed)",

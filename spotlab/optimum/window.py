@@ -284,10 +284,12 @@ class WindowProblem:
         lim = job.max_rate * ((after - (net == "cbl")) * dt - job.overhead_h)
         lim = np.where((np.arange(T) < left) & (net != "off"), lim, 2.0 * job.work + 1.0)
 
-        # timing tie-break: among plans of (nearly) equal utility, spot is taken earlier (it may vanish) and
-        # on-demand bought later (the price is known, and waiting keeps the chance of spot); slot 0's
-        # multipliers are 1 -/+ urgency, the tail's 1
-        early = float(urgency) * (T - np.arange(T)) / T
+        # timing bias: spot is taken earlier (it may vanish) and on-demand bought later (the price is known, and
+        # waiting keeps the chance of spot); slot 0's multipliers are 1 -/+ urgency, the tail's 1. Only while
+        # the plan leans on a tail, whose capacity is a historical expectation, not a forecast: with the window
+        # reaching the end of the job there is nothing to hedge and the plan is the exact optimum
+        leans_on_tail = float(lengths.sum()) > 0
+        early = float(urgency) * (T - np.arange(T)) / T if leans_on_tail else np.zeros(T)
         # the unused end of the finishing slot: its GPUs' price refunded, its value earned earlier where V
         # is linear over the slot (after d, before gamma*d); elsewhere V at the slot's end (a lower bound)
         ends = np.concatenate([state.time_h + (np.arange(T) + 1) * dt, ends_tail])
@@ -312,9 +314,9 @@ class WindowProblem:
         tail's expectations (None: nothing can be done after the window). `net`: plan within the simulator's
         safety net: "strict", "cbl" (its trigger counts no progress in the slot: one slot earlier) or "off".
 
-        `slots_left`: slots before the hard deadline (nothing can run after it). `urgency`: a tie-break of
-        this share of the price: spot used earlier and on-demand bought later look that much cheaper, so that
-        among plans of (nearly) equal utility the plan keeps its options. `method`: "milp" (the MILP by
+        `slots_left`: slots before the hard deadline (nothing can run after it). `urgency`: this share of the
+        price makes spot used earlier and on-demand bought later look that much cheaper while the plan leans
+        on a tail (expected, not forecast, capacity), so that the plan keeps its options. `method`: "milp" (the MILP by
         `solver`), "dp" (the dynamic programme of `window_dp.py`, proven within `mip_gap`) or "auto" (the
         DP where it applies and proves its gap, else the MILP started from the DP's plan). Returns None when
         the solver hit its time limit without a schedule; any other failure raises `SolverError` (a bug, not
