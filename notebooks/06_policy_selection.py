@@ -24,8 +24,8 @@
 # `select` does by default) and starts from what they teach; `flipflop-cold` is FlipFlop from uniform
 # weights, to show what the warm-up buys.
 #
-# Default: a 30-day synthetic market in the volatile regime at 1 h slots, a job every 2 h, the 5-member
-# default pool (two CHC members, A2, uniform progress, greedy): about 270 rounds. A real trace works too (`market =
+# Default: a 30-day synthetic market in the volatile regime at 1 h slots, a job every 2 h, the 4-member
+# default pool (CHC on persistence forecasts, A2, uniform progress, greedy): about 270 rounds. A real trace works too (`market =
 # "v100_prices"`, the one with real per-tick spot prices, about 450 rounds at a 2 h stride), but there the
 # CHC members' window solves take seconds each (GLPK, some reach the 10 s limit), so the replay of the pool
 # takes hours. Quick: the calm synthetic market, the 5-member quick pool, a dozen rounds.
