@@ -3,9 +3,17 @@ numbers of one pass over all windows: means, per-run table and per-slot record."
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from spotlab.episodes import Episodes, concat
+from spotlab.errors import TraceError
+from spotlab.policies import make_policy
 from spotlab.runs import INDEPENDENT_WINDOWS, Semantics, load_episodes, make_job, run_policy
+from spotlab.simulator import simulate
+from spotlab.synthetic import synthetic_market
 
 
 @pytest.mark.parametrize("policy", INDEPENDENT_WINDOWS)
@@ -49,9 +57,6 @@ def test_record_names_the_arrays_kept(cbl_trace, cbl_windows):
 
 def test_windows_of_large_counts_keep_their_values():
     """Windows are cut in the narrowest integer type that holds the trace's counts; the values never change."""
-    import numpy as np
-
-    from spotlab.episodes import Episodes
     from spotlab.market import Market
 
     for top in (1, 100, 300, 70_000):
@@ -64,17 +69,6 @@ def test_windows_of_large_counts_keep_their_values():
 
 
 # ------------------------------------------------------------------------- traces stacked in lockstep
-
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-import numpy as np  # noqa: E402
-
-from spotlab.episodes import Episodes, concat  # noqa: E402
-from spotlab.errors import TraceError  # noqa: E402
-from spotlab.policies import make_policy  # noqa: E402
-from spotlab.simulator import simulate  # noqa: E402
-from spotlab.synthetic import synthetic_market  # noqa: E402
-
 
 @settings(max_examples=25, deadline=None)
 @given(seeds=st.lists(st.integers(0, 10_000), min_size=2, max_size=3), data=st.data(),

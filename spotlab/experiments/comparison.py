@@ -237,7 +237,7 @@ def selection_runs(market: str | Market, spec: setups.JobSpec | None = None, poo
     frames, rows = [], []
     for a in algos:
         run = _rerun(base, a, known_from(episodes, horizon_slots(job, episodes.slot_hours)), policy.warm_,
-                     policy.unwrapped._preferred(policy.unwrapped.members()))
+                     policy.unwrapped.preferred())
         frames.append(_round_frame(run, episodes.names, key))
         rows.append(_summary(run, key, slope_start, extra))
     return pd.concat(frames, ignore_index=True), pd.DataFrame(rows)

@@ -212,14 +212,15 @@ class Select(OnlinePolicy):
                 raise PolicyError(f"select: {self.algorithm} sets its own learning rate; eta applies to "
                                   f"{', '.join(a for a in ALGORITHMS if a not in OWN_RATE)}")
             return warm_started(algo, warm, U, lo, hi, known_from=known, seed=seed, names=names,
-                                prefer=self._preferred(members))
+                                prefer=self.preferred(members))
         return warm_started(algo, warm, U, lo, hi, known_from=known, eta=self.eta, seed=seed, names=names)
 
-    def _preferred(self, members: list[tuple[str, dict[str, Any]]]) -> int | None:
-        """Index of the member named by `prefer` (a policy name or a member label), None if not in the pool."""
+    def preferred(self, members: list[tuple[str, dict[str, Any]]] | None = None) -> int | None:
+        """Index of the member named by `prefer` (a policy name or a member label) in `members` (default: the
+        pool), None if not in it: the member played in blind rounds and ties."""
         if self.prefer is None:
             return None
-        for i, (n, p) in enumerate(members):
+        for i, (n, p) in enumerate(self.members() if members is None else members):
             if self.prefer in (n, member_label(n, p)):
                 return i
         return None
