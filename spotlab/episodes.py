@@ -109,14 +109,16 @@ def concat(parts: Sequence[Episodes]) -> Episodes:
 
     avail = np.concatenate([pad(p.avail, 0, T) for p in parts])  # the widest of the parts' integer types
     hist_a = hist_p = None
-    if all(p.history_avail is not None for p in parts):
-        P = max(p.history_avail.shape[1] for p in parts)
+    if any(p.history_avail is not None for p in parts):  # NaN where a part has less history (or none): unknown
+        P = max(p.history_avail.shape[1] for p in parts if p.history_avail is not None)
 
-        def front(a: np.ndarray) -> np.ndarray:  # history is right-aligned: the slot just before the window last
+        def front(a: np.ndarray | None, n: int) -> np.ndarray:  # right-aligned: the slot before the window last
+            if a is None:
+                return np.full((n, P), np.nan)
             return a if a.shape[1] == P else np.pad(a, ((0, 0), (P - a.shape[1], 0)), constant_values=np.nan)
 
-        hist_a = np.concatenate([front(p.history_avail) for p in parts])
-        hist_p = np.concatenate([front(p.history_price) for p in parts])
+        hist_a = np.concatenate([front(p.history_avail, p.n) for p in parts])
+        hist_p = np.concatenate([front(p.history_price, p.n) for p in parts])
     return Episodes(avail, np.concatenate([pad(p.spot_price, np.nan, T) for p in parts]),
                     np.concatenate([pad(p.od_price, np.nan, T) for p in parts]),
                     np.concatenate([p.length for p in parts]), dt, tuple(n for p in parts for n in p.names),

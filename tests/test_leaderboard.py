@@ -124,7 +124,16 @@ def test_archive_member_with_a_wrong_hash_or_missing_is_one_clear_error(small_ar
         data.dataset_path("x/missing.json", base_url=url)
 
 
-def test_leaderboard_windows_file_matches_the_catalogue(dataset):
+@pytest.fixture
+def leaderboard_data(dataset):
+    """The windows file and the six environments' traces, or a clean skip without them (no data folder and
+    no network)."""
+    dataset(lb.WINDOWS_RELPATH)
+    for env in ADRS_ENVS:
+        dataset(f"{lb.ADRS_DIR}ping_based__{env}.json")
+
+
+def test_leaderboard_windows_file_matches_the_catalogue(leaderboard_data):
     w = lb.leaderboard_windows()
     assert len(w) == 180 and set(w["env"]) == set(ADRS_ENVS)
     assert sorted(set(w["window"])) == list(ADRS_LEADERBOARD_WINDOWS)
@@ -141,7 +150,7 @@ def test_score_anchors():
     assert lb.score(lb.PEERS["GEPA"][0]) == pytest.approx(51.44, abs=0.01)
 
 
-def test_baselines_equal_the_peers_measured_means(dataset):
+def test_baselines_equal_the_peers_measured_means(leaderboard_data):
     rows = lb.run(lb.leaderboard_windows(), policies=["greedy", "uniform_progress"], progress=False)
     assert len(rows) == 2 * lb.RUNS
     check = lb.same_as_peer(rows)
@@ -150,7 +159,7 @@ def test_baselines_equal_the_peers_measured_means(dataset):
     assert rows["met_deadline"].all()
 
 
-def test_runner_resumes_from_its_rows(dataset, tmp_path):
+def test_runner_resumes_from_its_rows(leaderboard_data, tmp_path):
     w = lb.leaderboard_windows()
     w = w[w["env"].isin(ADRS_ENVS[:2])]
     out = tmp_path / "rows.csv"
@@ -166,7 +175,7 @@ def test_runner_resumes_from_its_rows(dataset, tmp_path):
     assert s.set_index("policy").loc["on_demand", "mean_cost"] == pytest.approx(lb.PEERS["all on demand"][0])
 
 
-def test_lockstep_over_envs_gives_the_rows_of_one_simulation_per_env(dataset):
+def test_lockstep_over_envs_gives_the_rows_of_one_simulation_per_env(leaderboard_data):
     """Every env's windows in one simulation per (deadline, overhead, policy) are the per-env runs, row for row;
     policy selection still learns per env (its rounds are one trace's jobs in time order)."""
     w = lb.leaderboard_windows()
@@ -188,7 +197,7 @@ def _market(avail, name="m") -> Market:
                   od_price=np.full(n, lb.OD_PRICE), slot_hours=1 / 6, name=name)
 
 
-def test_slack_reserve_beats_uniform_progress_on_windows_it_was_not_made_for(dataset):
+def test_slack_reserve_beats_uniform_progress_on_windows_it_was_not_made_for(leaderboard_data):
     """Start ticks of the leaderboard's traces that are neither its windows nor those used to choose the
     policy's constants (every 29th tick from 3): every 31st from 11."""
     w = lb.stride_windows(envs=["us-west-2a_v100_1", "us-west-2b_k80_8"], first=11, stride=31,

@@ -100,3 +100,19 @@ def test_concat_needs_one_slot_length():
         concat([a, b])
     with pytest.raises(TraceError, match="no episodes"):
         concat([])
+
+
+def test_stacked_traces_keep_the_history_of_those_that_have_one():
+    """A trace cut without history stacked with one cut with it (found by the property test above): the first
+    gets unknown history (NaN), the second keeps its own, and a policy that reads the past (slack_reserve
+    estimates how often spot comes and goes) decides as it does on each trace alone."""
+    job = make_job(10.0, 14.0, 18.0, overhead_hours=0.25)
+    a = Episodes.from_windows(synthetic_market(24 * 6, requested=2, seed=0, regime="volatile"), [0], [18], history=0)
+    b = Episodes.from_windows(synthetic_market(24 * 6, requested=2, seed=1447, regime="volatile"), [22], [40],
+                              history=22)
+    both = concat([a, b])
+    assert np.isnan(both.history_avail[0]).all()
+    np.testing.assert_array_equal(both.history_avail[1], b.history_avail[0])
+    for x, y in ((a, 0), (b, 1)):
+        alone = simulate(make_policy("slack_reserve"), x, job)
+        assert simulate(make_policy("slack_reserve"), both, job).cost[y] == alone.cost[0]
