@@ -10,9 +10,10 @@ followed by what happens after the window [ours]:
   blocks (one per slot when they fit, else finer after the soft deadline, where the value falls). In each
   block the job may buy on-demand GPU-hours at the on-demand price and *expected* spot GPU-hours at the
   expected spot price, up to the spot capacity the policy expects there (`TailForecast`, from the trace's
-  past: a certainty-equivalent view of what it cannot forecast). Work there is GPU-hours times the best
-  work per GPU-hour, at most `H(N_max)` per hour. The job's value is taken at the end of the block in which
-  it finishes, as in the window's slots.
+  past: a certainty-equivalent view of what it cannot forecast). The work g GPU-hours give in a block of L
+  hours is at most L times the concave envelope of H at g / L (`work_segments`): the block may mix the
+  job's GPU counts, but not do better than that, so with beta > 0 many GPUs do less per GPU-hour than few.
+  The job's value is taken at the end of the block in which it finishes, as in the window's slots.
 - **Why not a terminal value.** A terminal value of the work left at the window's end prices it at one
   reference price and values it at the earliest possible completion. Both are optimistic exactly when it
   matters: the work left may only fit before the soft deadline on on-demand GPUs, and a plan that counts on
@@ -118,6 +119,33 @@ class WindowPlan:
     bound: float | None = None  # proven upper bound on the objective of every plan (None: not known)
 
 
+def work_segments(job: Job) -> tuple[tuple[float, float, float], ...]:
+    """The tail's work rate as a function of GPUs: the concave envelope of H over {0} and the job's GPU counts
+    (H(0) = 0), up to its peak, as segments (GPUs wide, work per GPU-hour, intercept of the segment's line) of
+    falling slope. Why: a fluid block runs any mix of the job's counts, so g GPU-hours per hour do at most
+    the envelope at g; one rate per GPU-hour (the best, at few GPUs) would overstate what many GPUs do when
+    H grows slower than n (beta > 0), and a plan would count on finishing the tail faster than it can."""
+    tp = job.throughput
+    counts = range(job.n_min, job.n_max + 1) if tp.is_linear else \
+        sorted(int(n) for n, _ in tp.table if job.n_min <= n <= job.n_max)
+    hull = [(0.0, 0.0)]
+    for x, y in ((float(n), float(tp(n))) for n in counts):
+        while len(hull) >= 2:
+            (x1, y1), (x2, y2) = hull[-2], hull[-1]
+            if (y2 - y1) * (x - x1) <= (y - y1) * (x2 - x1):  # hull[-1] is not above the chord: drop it
+                hull.pop()
+            else:
+                break
+        hull.append((x, y))
+    out = []
+    for (x1, y1), (x2, y2) in zip(hull, hull[1:]):
+        slope = (y2 - y1) / (x2 - x1)
+        if slope <= 0:  # past the peak more GPUs do no more work
+            break
+        out.append((x2 - x1, slope, y1 - slope * x1))
+    return tuple(out)
+
+
 def tail_blocks(start_h: float, job: Job, slot_hours: float, blocks: int) -> np.ndarray:
     """Boundaries (hours since the job started) of at most `blocks` tail blocks from `start_h` to the hard
     deadline: one per slot if they fit; otherwise the blocks go first to the time after the soft deadline
@@ -190,10 +218,11 @@ def build_window_model(job: Job, w: int, slot_hours: float, pending_h: float = 0
     m.go = pe.Var(m.B, domain=pe.NonNegativeReals)  # on-demand GPU-hours
     m.wt = pe.Var(m.B, domain=pe.NonNegativeReals, bounds=(0, job.work))
     m.ft = pe.Var(m.B, domain=pe.Binary)  # finished by the end of block j
-    tp = job.throughput
-    per_gpu = max(float(tp(n)) / n for n in range(job.n_min, job.n_max + 1))
+    segments = work_segments(job)
+    m.G = pe.RangeSet(0, len(segments) - 1)
     m.t_gpus = pe.Constraint(m.B, rule=lambda m, j: m.gs[j] + m.go[j] <= job.n_max * m.len[j])
-    m.t_work = pe.Constraint(m.B, rule=lambda m, j: m.wt[j] <= per_gpu * (m.gs[j] + m.go[j]))
+    m.t_work = pe.Constraint(m.B, m.G, rule=lambda m, j, k: m.wt[j] <= segments[k][1] * (m.gs[j] + m.go[j])
+                             + segments[k][2] * m.len[j])
     m.t_rate = pe.Constraint(m.B, rule=lambda m, j: m.wt[j] <= job.max_rate * m.len[j])
     m.t_mono = pe.Constraint(m.B, rule=lambda m, j: m.ft[j] >= (m.ft[j - 1] if j > 0 else m.f[T - 1]))
     m.t_progress = pe.Constraint(m.B, rule=lambda m, j: m.cum[T - 1] + sum(m.wt[i] for i in range(j + 1))

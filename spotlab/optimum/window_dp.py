@@ -43,7 +43,7 @@ import numpy as np
 
 from ..errors import SolverError
 from ..job import Job
-from .window import WindowPlan, WindowTerms
+from .window import WindowPlan, WindowTerms, work_segments
 
 LEVELS = 512  # first grid of the work done; doubled while the gap is not proven
 MAX_LEVELS = 4096
@@ -92,24 +92,30 @@ class TailValue:
     """What the work left at the window's end is worth, from the terms' tail (see the module docstring)."""
 
     def __init__(self, job: Job, terms: WindowTerms, T: int):
-        tp = job.throughput
-        # the MILP's tail: work per GPU-hour at the best count, at most H(N_max) per hour
-        per_gpu = max(float(tp(n)) / n for n in range(job.n_min, job.n_max + 1))
+        # the MILP's tail: the block's GPU-hours in the concave envelope's segments, most work per GPU-hour
+        # first (spot before on-demand), at most H(N_max) per hour. Marginal costs rise within a block, so
+        # the cheapest fill over blocks is a fractional knapsack of all the pieces
+        segments = work_segments(job)
         self.unfinished = float(terms.unfinished)
         self.options = []  # per block j: (V at its end, cumulative work, cumulative cost) of the cheapest fill
         prices: list[float] = []
         amounts: list[float] = []
         for j in np.flatnonzero(terms.tail_hours > 0):
             hours = float(terms.tail_hours[j])
-            cap = min(job.max_rate * hours, per_gpu * job.n_max * hours)
-            spot = min(per_gpu * float(terms.tail_spot_gpu_hours[j]), cap)
             c_s, c_o = float(terms.tail_spot_price[j]), float(terms.tail_od_price[j])
-            if c_s <= c_o:
-                prices += [c_s / per_gpu, c_o / per_gpu]
-                amounts += [spot, cap - spot]
-            else:  # spot dearer than on-demand: never bought, on-demand is not scarce
-                prices.append(c_o / per_gpu)
-                amounts.append(cap)
+            # spot dearer than on-demand is never bought (on-demand is not scarce)
+            spot = min(float(terms.tail_spot_gpu_hours[j]), job.n_max * hours) if c_s <= c_o else 0.0
+            g, room = 0.0, job.max_rate * hours  # GPU-hours placed so far, work the block still allows
+            for width, slope, _ in segments:
+                gpu_hours = width * hours
+                for piece, price in ((max(0.0, min(g + gpu_hours, spot) - g), c_s),
+                                     (gpu_hours - max(0.0, min(g + gpu_hours, spot) - g), c_o)):
+                    work = min(piece * slope, room)
+                    if work > 0:
+                        prices.append(price / slope)
+                        amounts.append(work)
+                        room -= work
+                g += gpu_hours
             p, a = np.array(prices), np.array(amounts)
             order = np.argsort(p, kind="stable")
             p, a = p[order], a[order]

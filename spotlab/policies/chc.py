@@ -233,7 +233,7 @@ class CHC(OnlinePolicy):
             od = np.concatenate([od[np.isfinite(od)], np.full(w, last)])[:w]
         state = WindowState(time_h=float(obs.time_h), remaining=float(obs.remaining[i]),
                             prev_o=int(obs.prev_o[i]), prev_s=int(obs.prev_s[i]), pending_h=float(obs.pending_h[i]))
-        tail = self._tail(i, t, self.problem_.tail_for(state), float(od[-1]))
+        tail = self._tail(i, t, self.problem_.tail_for(state), float(od[-1]), a)
         try:
             plan = self.problem_.solve(state, a, p, od, tail, slots_left=self.ctx_.horizon - t,
                                        solver=self.solver, time_limit=float(self.time_limit),
@@ -251,12 +251,14 @@ class CHC(OnlinePolicy):
         self.stats_["time_limit"] += plan.status != "optimal"
         return plan.o, plan.s
 
-    def _tail(self, i: int, t: int, bounds: np.ndarray, od: float) -> TailForecast | None:
-        """Expected spot GPU-hours and prices in each tail block, from the last `train_hours` observed
-        (the history before the job included): the usable spot GPUs (min(a, N_max), 0 below N_min) by time
-        of day when two days or more are known, else their mean; the spot price is the mean where usable.
-        Certainty-equivalent on purpose: the plan is re-solved every slot, so what the tail promises and
-        the market does not deliver is re-planned, on-demand included, before the deadline."""
+    def _tail(self, i: int, t: int, bounds: np.ndarray, od: float, window_avail: np.ndarray) -> TailForecast | None:
+        """Expected spot GPU-hours and prices in each tail block, from the last `train_hours` observed (the
+        history before the job included) and the window's own availability: the usable spot GPUs (min(a,
+        N_max), 0 below N_min) by time of day when two days or more are known, else their mean, moved
+        towards the window's level as far as the past says that level persists (`persistence`); the spot
+        price is the mean where usable. Certainty-equivalent on purpose: the plan is re-solved every slot, so
+        what the tail promises and the market does not deliver is re-planned, on-demand included, before
+        the deadline."""
         if bounds.size < 2:
             return None
         job, dt = self.job, self.dt_
@@ -269,7 +271,7 @@ class CHC(OnlinePolicy):
         day = int(round(24.0 / dt))
         first = int(math.floor(bounds[0] / dt + 1e-9))
         last = int(math.ceil(bounds[-1] / dt - 1e-9))
-        k = np.arange(first, last) - t  # slots ahead of now (>= 1)
+        k = np.arange(first, last) - t  # slots ahead of now (>= w)
         if day >= 2 and usable.size >= 2 * day and abs(day * dt - 24.0) < 1e-6:
             phase = (usable.size - 1 + k) % day
             idx = np.arange(usable.size) % day
@@ -278,6 +280,11 @@ class CHC(OnlinePolicy):
             cap = (sums / np.maximum(counts, 1))[phase]
         else:
             cap = np.full(k.size, float(usable.mean()))
+        w = int(self.w)
+        seen = np.nan_to_num(np.asarray(window_avail, dtype=float), nan=0.0)
+        level = float(np.where(seen >= job.n_min, np.minimum(seen, job.n_max), 0.0).mean())
+        beta, mean = persistence(usable, w, k - (w - 1))
+        cap = np.clip(cap + beta * (level - mean), 0.0, float(job.n_max))
         good = (usable > 0) & np.isfinite(p)
         spot_price = float(np.mean(p[good])) if good.any() else od
         # integral of the per-slot capacity (GPUs) over each block, in GPU-hours
@@ -346,6 +353,38 @@ class CHC(OnlinePolicy):
             "forecast_s": float(st["forecast_s"]),
             "fit_failures": int(st["fit_failures"]),
         }
+
+
+def persistence(usable: np.ndarray, w: int, lags: np.ndarray, min_pairs: int = 24) -> tuple[np.ndarray, np.ndarray]:
+    """How far the mean of w slots carries to the slot `lags` slots after them, from the past `usable`:
+    the least-squares slope of usable[e + h] on the mean of usable[e - w + 1 .. e] over every such pair e,
+    and that mean's average over the pairs, per lag h. Why: spot comes in regimes (a zone empty for a day,
+    then full), so a window that sees none makes spot after it less likely than the time of day alone says;
+    the slope, clipped to [0, 1] (a regime lasts, it does not reverse), says by how much at each lag, and is
+    0 where fewer than `min_pairs` pairs or no variation are known."""
+    lags = np.asarray(lags, dtype=np.int64)
+    beta, mean = np.zeros(lags.size), np.zeros(lags.size)
+    n = usable.size
+    N = n - w + 1  # means of w slots ending at e = w-1 .. n-1
+    if N <= min_pairs or lags.size == 0:
+        return beta, mean
+    cs = np.concatenate([[0.0], np.cumsum(usable)])
+    x = (cs[w:] - cs[:-w]) / w
+    y = usable[w - 1:]
+    h = np.clip(lags, 0, N - 1)
+    pairs = N - h
+    cx, cxx = np.concatenate([[0.0], np.cumsum(x)]), np.concatenate([[0.0], np.cumsum(x * x)])
+    cy = np.concatenate([[0.0], np.cumsum(y)])
+    sx, sxx = cx[pairs], cxx[pairs]  # over e = 0 .. N-1-h
+    sy = cy[N] - cy[h]  # y[h .. N-1]
+    sxy = np.correlate(y, x, mode="full")[N - 1 + h]
+    c = np.maximum(pairs, 1).astype(float)
+    var = sxx / c - (sx / c) ** 2
+    cov = sxy / c - sx * sy / c ** 2
+    use = (pairs >= min_pairs) & (var > 1e-9) & (lags >= 1)
+    beta = np.where(use, np.clip(cov / np.where(use, var, 1.0), 0.0, 1.0), 0.0)
+    mean = np.where(use, sx / c, 0.0)
+    return beta, mean
 
 
 def _normal_quantile(q: float) -> float:
