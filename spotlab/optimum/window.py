@@ -223,7 +223,8 @@ def build_window_model(job: Job, w: int, slot_hours: float, pending_h: float = 0
     m.t_gpus = pe.Constraint(m.B, rule=lambda m, j: m.gs[j] + m.go[j] <= job.n_max * m.len[j])
     m.t_work = pe.Constraint(m.B, m.G, rule=lambda m, j, k: m.wt[j] <= segments[k][1] * (m.gs[j] + m.go[j])
                              + segments[k][2] * m.len[j])
-    m.t_rate = pe.Constraint(m.B, rule=lambda m, j: m.wt[j] <= job.max_rate * m.len[j])
+    peak = sum(width * slope for width, slope, _ in segments)  # H(N_max) unless a table's H falls before
+    m.t_rate = pe.Constraint(m.B, rule=lambda m, j: m.wt[j] <= peak * m.len[j])
     m.t_mono = pe.Constraint(m.B, rule=lambda m, j: m.ft[j] >= (m.ft[j - 1] if j > 0 else m.f[T - 1]))
     m.t_progress = pe.Constraint(m.B, rule=lambda m, j: m.cum[T - 1] + sum(m.wt[i] for i in range(j + 1))
                                  >= m.state["R"] - big * (1 - m.ft[j]))

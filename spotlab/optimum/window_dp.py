@@ -93,9 +93,10 @@ class TailValue:
 
     def __init__(self, job: Job, terms: WindowTerms, T: int):
         # the MILP's tail: the block's GPU-hours in the concave envelope's segments, most work per GPU-hour
-        # first (spot before on-demand), at most H(N_max) per hour. Marginal costs rise within a block, so
+        # first (spot before on-demand), at most the envelope's peak per hour. Marginal costs rise within a block, so
         # the cheapest fill over blocks is a fractional knapsack of all the pieces
         segments = work_segments(job)
+        peak = sum(width * slope for width, slope, _ in segments)
         self.unfinished = float(terms.unfinished)
         self.options = []  # per block j: (V at its end, cumulative work, cumulative cost) of the cheapest fill
         prices: list[float] = []
@@ -105,7 +106,7 @@ class TailValue:
             c_s, c_o = float(terms.tail_spot_price[j]), float(terms.tail_od_price[j])
             # spot dearer than on-demand is never bought (on-demand is not scarce)
             spot = min(float(terms.tail_spot_gpu_hours[j]), job.n_max * hours) if c_s <= c_o else 0.0
-            g, room = 0.0, job.max_rate * hours  # GPU-hours placed so far, work the block still allows
+            g, room = 0.0, peak * hours  # GPU-hours placed so far, work the block still allows
             for width, slope, _ in segments:
                 gpu_hours = width * hours
                 for piece, price in ((max(0.0, min(g + gpu_hours, spot) - g), c_s),
