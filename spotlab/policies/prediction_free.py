@@ -29,8 +29,10 @@ obtainable spot GPUs ``a_t``, work left, allocation held, pending overhead) and 
    and falling back when that window closes costs another; a lead of ``2 * delta`` hours pays for both (the
    same reason as Uniform Progress's ``2 * delta`` in Can't Be Late); leaving on-demand only to idle would
    cost a restart when the job falls behind again. If a spot part of the held allocation was preempted, the
-   job keeps what survived (the restart is due anyway) and tops up with on-demand GPUs to N_max only if the
-   survivors cannot run on their own (fewer than N_min).
+   job keeps what survived (the restart is due anyway) and tops up with on-demand GPUs to N_max if the
+   survivors cannot run on their own (fewer than N_min) or the job is behind the line: the restart is due,
+   so full speed costs no extra one (keeping 2 on-demand GPUs of a 2-8 GPU job behind its line finished it
+   5.7 h late on GCP H100 us-central1-c, 262 $ below Uniform Progress).
 
 4. **No flapping of the spot count.** When the job holds an intact spot-only allocation (no preemption)
    and spot is still cheap and the job not behind, the only change rule 1 could make is to *grow* the
@@ -136,10 +138,11 @@ class PredictionFree(OnlinePolicy):
         stay = (obs.held_o > 0) & (~lead_ok | ~cheap)
         keep = stay & intact
         # the spot part was preempted: keep what survived (the restart is due anyway), topped up with
-        # on-demand GPUs to N_max only if it could not run on its own
+        # on-demand GPUs to N_max if it could not run on its own or the job is behind the line (the restart
+        # being due, full speed costs no extra one)
         retop = stay & ~intact
         short = obs.held_o + obs.held_s < job.n_min
-        o = np.where(keep, obs.held_o, np.where(retop, np.where(short, full - obs.held_s, obs.held_o), o))
+        o = np.where(keep, obs.held_o, np.where(retop, np.where(short | behind, full - obs.held_s, obs.held_o), o))
         s = np.where(keep | retop, obs.held_s, s)
 
         # 4. keep an intact spot-only count unless growing it finishes sooner, restart included
