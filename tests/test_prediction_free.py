@@ -93,6 +93,22 @@ def test_hysteresis_keeps_on_demand_through_a_short_spot_window():
     assert schedule(r, 5) == ([0, 1, 1, 0, 0], [0, 0, 0, 1, 1])
 
 
+def test_behind_the_line_a_partial_allocation_is_topped_up_to_n_max():
+    # H(n) = n, N 2..4, no overhead. Spot (2 GPUs, cheap) in slots 0-1 only.
+    # Work 100 by d = 30: line 10/3 per hour. Slot 0 on the line: spot alone (done 2); slot 1 behind: 2 spot
+    # + 2 on-demand (done 6); slot 2 spot gone while behind (line 6.67): the restart is due, so 4 on-demand
+    # GPUs, not the 2 that survived.
+    job = Job(work=100.0, deadline_h=30.0, n_min=2, n_max=4, overhead_h=0.0)
+    r = simulate(make_policy("prediction_free"), market([2, 2] + [0] * 28, requested=4), job)
+    assert schedule(r, 4) == ([0, 2, 4, 4], [2, 2, 0, 0])
+    # Work 90: line 3 per hour. Spot in slots 0-2; slots 3-4 on the 2 surviving on-demand GPUs are on or
+    # ahead of the line (done 10, 12); slot 5 behind (14 < 15): not kept on 2 GPUs, 4 on-demand.
+    job = Job(work=90.0, deadline_h=30.0, n_min=2, n_max=4, overhead_h=0.0)
+    r = simulate(make_policy("prediction_free"), market([2, 2, 2] + [0] * 27, requested=4), job)
+    assert schedule(r, 7) == ([0, 2, 2, 2, 2, 4, 4], [2, 2, 2, 0, 0, 0, 0])
+    assert r.completion_h[0] == pytest.approx(24.0)
+
+
 def test_spot_count_grows_only_when_the_restart_pays_back():
     # 2 spot GPUs, then 3 obtainable. Growing costs delta = 0.5 h: worth it iff R/2 > 0.5 + R/3, i.e. R > 3.
     m = market([2] + [3] * 99, sp=0.5, requested=4)

@@ -28,7 +28,8 @@ obtainable spot GPUs ``a_t``, work left, allocation held, pending overhead) and 
    ahead of the line *and* spot is cheap. Why: leaving on-demand for a cheap spot window costs a restart,
    and falling back when that window closes costs another; a lead of ``2 * delta`` hours pays for both (the
    same reason as Uniform Progress's ``2 * delta`` in Can't Be Late); leaving on-demand only to idle would
-   cost a restart when the job falls behind again. If a spot part of the held allocation was preempted, the
+   cost a restart when the job falls behind again. An allocation of fewer than N_max GPUs is not kept while
+   the job is behind the line (rule 2: behind, run N_max; it would only fall further behind). If a spot part of the held allocation was preempted, the
    job keeps what survived (the restart is due anyway) and tops up with on-demand GPUs to N_max if the
    survivors cannot run on their own (fewer than N_min) or the job is behind the line: the restart is due,
    so full speed costs no extra one (keeping 2 on-demand GPUs of a 2-8 GPU job behind its line finished it
@@ -136,7 +137,9 @@ class PredictionFree(OnlinePolicy):
         intact = obs.held_s == obs.prev_s
         lead_ok = done > line + self.lead_h_ * job.work / self.line_end_h_ + tol
         stay = (obs.held_o > 0) & (~lead_ok | ~cheap)
-        keep = stay & intact
+        # ... but not on fewer than N_max GPUs while behind the line: that falls further behind (rule 2)
+        slow = obs.held_o + obs.held_s < full
+        keep = stay & intact & ~(behind & slow)
         # the spot part was preempted: keep what survived (the restart is due anyway), topped up with
         # on-demand GPUs to N_max if it could not run on its own or the job is behind the line (the restart
         # being due, full speed costs no extra one)
