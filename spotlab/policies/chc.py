@@ -29,10 +29,11 @@ A tail expecting the time-of-day average after a window that ends with no spot p
 drought does not deliver, so the plan waits, then buys late on demand or finishes late. The tail therefore
 moves the time-of-day average towards the window's last slot by the least-squares slope the past gives at
 each lag (`persistence`, clipped to [0, 1]). On a held-out job (96 GPU-h on 1-8 GPUs, value 400 $, 24/36 h)
-with perfect window forecasts this took GCP H100 us-west1-a from 29.3 to 39.6 $/job (optimum 40.7) and us-east4-a from 150.9 to 166.7
-(169.3); on synthetic markets of day-long regimes it is within 5% of the optimum (`tests/test_chc_tail.py`).
-The tail's work per GPU-hour is the concave envelope of H (`spotlab.optimum.window.work_segments`), not
-the best rate alone, which overstated what many GPUs do for beta > 0.
+with perfect window forecasts this took GCP H100 us-west1-a from 29.3 to 39.6 $/job (optimum 40.7) and
+us-east4-a from 150.9 to 166.7 (169.3); on synthetic markets of day-long regimes it is within 5% of the
+optimum (`tests/test_chc_tail.py`). The tail's work per GPU-hour is the concave envelope of H
+(`spotlab.optimum.window.work_segments`), not the best rate alone, which overstated what many GPUs do for
+beta > 0.
 
 Why `urgency = 0.1` [ours]: the tail's spot capacity is what the past leads one to expect, not a forecast,
 and spot expected later is worth less than spot in hand. With a mere tie-break (0.005) and a 1% gap, a plan

@@ -25,15 +25,15 @@ obtainable spot GPUs ``a_t``, work left, allocation held, pending overhead) and 
 
 3. **Hysteresis on on-demand** (``hysteresis_h``, default ``None`` = ``2 * job.overhead_h``). Once on
    on-demand (holding any on-demand GPU), keep the allocation held until the job is ``hysteresis_h`` hours
-   ahead of the line *and* spot is cheap. Why: leaving on-demand for a cheap spot window costs a restart,
-   and falling back when that window closes costs another; a lead of ``2 * delta`` hours pays for both (the
-   same reason as Uniform Progress's ``2 * delta`` in Can't Be Late); leaving on-demand only to idle would
-   cost a restart when the job falls behind again. An allocation of fewer than N_max GPUs is not kept while
-   the job is behind the line (rule 2: behind, run N_max; it would only fall further behind). If a spot part of the held allocation was preempted, the
-   job keeps what survived (the restart is due anyway) and tops up with on-demand GPUs to N_max if the
-   survivors cannot run on their own (fewer than N_min) or the job is behind the line: the restart is due,
-   so full speed costs no extra one (keeping 2 on-demand GPUs of a 2-8 GPU job behind its line finished it
-   5.7 h late on GCP H100 us-central1-c, 262 $ below Uniform Progress).
+   ahead of the line *and* spot is cheap. Why: leaving on-demand for a cheap spot window costs a restart, and
+   falling back when that window closes costs another; a lead of ``2 * delta`` hours pays for both (the same
+   reason as Uniform Progress's ``2 * delta`` in Can't Be Late); leaving on-demand only to idle would cost a
+   restart when the job falls behind again. An allocation of fewer than N_max GPUs is not kept while the job
+   is behind the line (rule 2: behind, run N_max; it would only fall further behind). If a spot part of the
+   held allocation was preempted, the job keeps what survived (the restart is due anyway) and tops up with
+   on-demand GPUs to N_max if the survivors cannot run on their own (fewer than N_min) or the job is behind
+   the line: the restart is due, so full speed costs no extra one (keeping 2 on-demand GPUs of a 2-8 GPU job
+   behind its line finished it 5.7 h late on GCP H100 us-central1-c, 262 $ below Uniform Progress).
 
 4. **No flapping of the spot count.** When the job holds an intact spot-only allocation (no preemption)
    and spot is still cheap and the job not behind, the only change rule 1 could make is to *grow* the
