@@ -3,10 +3,11 @@
 - Work per GPU-hour in the tail is the concave envelope of H: known answers, and never below H at a count.
 - `persistence` is the least-squares slope it says it is (against a direct computation).
 - A market of day-long regimes (a zone empty for a day or more, then full): the tail expects spot after the
-  window only as far as the past says a regime lasts, so CHC with perfect window forecasts (w = 12) on the
-  issue's 36-h job stays within 10% of the optimum and above uniform progress (or within the 1% gap of the
-  window solves where uniform progress is the optimum). Expecting the time-of-day
-  average after an empty window instead lost 17-33% of the optimum on these markets.
+  window only as far as the past says a regime lasts, so CHC with perfect window forecasts (w = 12) on a
+  36-h job (96 GPU-h on 1-8 GPUs, value 400) stays within 10% of the optimum and above uniform progress (or
+  within the 1% gap of the window solves where uniform progress is the optimum). Expecting the time-of-day
+  average after an empty window instead left 6-33% of the optimum on `regime_market` seeds 0-3, below
+  uniform progress on seed 0.
 """
 
 from __future__ import annotations
@@ -61,16 +62,16 @@ def test_work_segments_are_the_concave_envelope_of_the_throughput(seed):
 
 
 @settings(max_examples=30, deadline=None, derandomize=True)
-@given(seed=st.integers(0, 2**31 - 1), w=st.integers(1, 12))
-def test_persistence_is_the_least_squares_slope(seed, w):
+@given(seed=st.integers(0, 2**31 - 1))
+def test_persistence_is_the_least_squares_slope(seed):
     rng = np.random.default_rng(seed)
-    n = int(rng.integers(20, 200))
+    n = int(rng.integers(10, 200))
     u = np.repeat(rng.integers(0, 9, n // 4 + 1), 4)[:n].astype(float)  # runs of 4: some persistence
     lags = np.array([1, 2, 5, 13, 40, 300])
-    beta, mean = persistence(u, w, lags)
+    beta, mean = persistence(u, lags)
+    assert np.all((beta >= 0) & (beta <= 1))
     for h, b, m in zip(lags, beta, mean):
-        x = np.array([u[e - w + 1:e + 1].mean() for e in range(w - 1, n) if e + h < n])
-        y = np.array([u[e + h] for e in range(w - 1, n) if e + h < n])
+        x, y = u[:max(0, n - h)], u[h:]
         if x.size < 24 or x.var() <= 1e-9:
             assert b == 0.0
             continue

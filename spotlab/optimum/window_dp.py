@@ -93,8 +93,8 @@ class TailValue:
 
     def __init__(self, job: Job, terms: WindowTerms, T: int):
         # the MILP's tail: the block's GPU-hours in the concave envelope's segments, most work per GPU-hour
-        # first (spot before on-demand), at most the envelope's peak per hour. Marginal costs rise within a block, so
-        # the cheapest fill over blocks is a fractional knapsack of all the pieces
+        # first (spot before on-demand), at most the envelope's peak per hour. Marginal costs rise within a
+        # block, so the cheapest fill over blocks is a fractional knapsack of all the pieces
         segments = work_segments(job)
         peak = sum(width * slope for width, slope, _ in segments)
         self.unfinished = float(terms.unfinished)
@@ -109,8 +109,8 @@ class TailValue:
             g, room = 0.0, peak * hours  # GPU-hours placed so far, work the block still allows
             for width, slope, _ in segments:
                 gpu_hours = width * hours
-                for piece, price in ((max(0.0, min(g + gpu_hours, spot) - g), c_s),
-                                     (gpu_hours - max(0.0, min(g + gpu_hours, spot) - g), c_o)):
+                on_spot = max(0.0, min(g + gpu_hours, spot) - g)
+                for piece, price in ((on_spot, c_s), (gpu_hours - on_spot, c_o)):
                     work = min(piece * slope, room)
                     if work > 0:
                         prices.append(price / slope)

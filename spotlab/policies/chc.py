@@ -296,7 +296,7 @@ class CHC(OnlinePolicy):
         # the window's last slot is the latest the plan knows of the market: how far its level carries
         seen = float(np.nan_to_num(np.asarray(window_avail, dtype=float)[-1], nan=0.0))
         level = min(seen, float(job.n_max)) if seen >= job.n_min else 0.0
-        beta, mean = persistence(usable, 1, k - (int(self.w) - 1))
+        beta, mean = persistence(usable, k - (int(self.w) - 1))
         cap = np.clip(cap + beta * (level - mean), 0.0, float(job.n_max))
         good = (usable > 0) & np.isfinite(p)
         spot_price = float(np.mean(p[good])) if good.any() else od
@@ -368,38 +368,30 @@ class CHC(OnlinePolicy):
         }
 
 
-def persistence(usable: np.ndarray, w: int, lags: np.ndarray, min_pairs: int = 24) -> tuple[np.ndarray, np.ndarray]:
-    """How far the mean of w slots carries to the slot `lags` slots after them, from the past `usable`:
-    the least-squares slope of usable[e + h] on the mean of usable[e - w + 1 .. e] over every such pair e,
-    and that mean's average over the pairs, per lag h. Why: spot comes in regimes (a zone empty for a day,
-    then full), so a window that ends with none makes spot after it less likely than the time of day alone
-    says; the slope, clipped to [0, 1] (a regime lasts, it does not reverse), says by how much at each lag,
-    and is 0 where fewer than `min_pairs` pairs or no variation are known. CHC conditions on its window's
-    last slot (w = 1): on synthetic markets of day-long regimes that was within 5% of the optimum where the
-    window's mean (w = 12) left 17%, and the same on the real zones."""
+def persistence(usable: np.ndarray, lags: np.ndarray, min_pairs: int = 24) -> tuple[np.ndarray, np.ndarray]:
+    """How far the level of one slot carries to the slot `lags` slots later, from the past `usable`: per lag
+    h, the least-squares slope of usable[e + h] on usable[e] over every such pair e, and usable[e]'s mean
+    over those pairs. Why: spot comes in regimes (a zone empty for a day, then full), so a window that ends
+    with none makes spot after it less likely than the time of day alone says; the slope, clipped to [0, 1]
+    (a regime lasts, it does not reverse), says by how much at each lag, and is 0 where fewer than
+    `min_pairs` pairs or no variation are known. CHC conditions on its window's last slot: on synthetic
+    markets of day-long regimes that was within 5% of the optimum where the window's mean left 17%, and the
+    same on the real zones."""
     lags = np.asarray(lags, dtype=np.int64)
-    beta, mean = np.zeros(lags.size), np.zeros(lags.size)
     n = usable.size
-    N = n - w + 1  # means of w slots ending at e = w-1 .. n-1
-    if N <= min_pairs or lags.size == 0:
-        return beta, mean
-    cs = np.concatenate([[0.0], np.cumsum(usable)])
-    x = (cs[w:] - cs[:-w]) / w
-    y = usable[w - 1:]
-    h = np.clip(lags, 0, N - 1)
-    pairs = N - h
-    cx, cxx = np.concatenate([[0.0], np.cumsum(x)]), np.concatenate([[0.0], np.cumsum(x * x)])
-    cy = np.concatenate([[0.0], np.cumsum(y)])
-    sx, sxx = cx[pairs], cxx[pairs]  # over e = 0 .. N-1-h
-    sy = cy[N] - cy[h]  # y[h .. N-1]
-    sxy = np.correlate(y, x, mode="full")[N - 1 + h]
+    if n <= min_pairs or lags.size == 0:
+        return np.zeros(lags.size), np.zeros(lags.size)
+    h = np.clip(lags, 0, n - 1)
+    pairs = n - h  # pairs (usable[e], usable[e + h]) for e = 0 .. n-1-h
+    cx, cxx = np.concatenate([[0.0], np.cumsum(usable)]), np.concatenate([[0.0], np.cumsum(usable * usable)])
+    sx, sxx, sy = cx[pairs], cxx[pairs], cx[n] - cx[h]
+    sxy = np.correlate(usable, usable, mode="full")[n - 1 + h]
     c = np.maximum(pairs, 1).astype(float)
     var = sxx / c - (sx / c) ** 2
     cov = sxy / c - sx * sy / c ** 2
     use = (pairs >= min_pairs) & (var > 1e-9) & (lags >= 1)
     beta = np.where(use, np.clip(cov / np.where(use, var, 1.0), 0.0, 1.0), 0.0)
-    mean = np.where(use, sx / c, 0.0)
-    return beta, mean
+    return beta, np.where(use, sx / c, 0.0)
 
 
 def _normal_quantile(q: float) -> float:
