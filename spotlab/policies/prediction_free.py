@@ -33,7 +33,8 @@ obtainable spot GPUs ``a_t``, work left, allocation held, pending overhead) and 
    held allocation was preempted, the job keeps what survived (the restart is due anyway) and tops up with
    on-demand GPUs to N_max if the survivors cannot run on their own (fewer than N_min) or the job is behind
    the line: the restart is due, so full speed costs no extra one (keeping 2 on-demand GPUs of a 2-8 GPU job
-   behind its line finished it 5.7 h late on GCP H100 us-central1-c, 262 $ below Uniform Progress).
+   behind its line finished it 5.5 h after its soft deadline on GCP H100 us-central1-c, 262 $ below Uniform
+   Progress, which finished in time).
 
 4. **No flapping of the spot count.** When the job holds an intact spot-only allocation (no preemption)
    and spot is still cheap and the job not behind, the only change rule 1 could make is to *grow* the
