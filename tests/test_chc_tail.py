@@ -2,6 +2,7 @@
 
 - Work per GPU-hour in the tail is the concave envelope of H: known answers, and never below H at a count.
 - `persistence` is the least-squares slope it says it is (against a direct computation).
+- `restart_share` counts the restarts of following spot: a hand-counted answer and its edge cases.
 What the tail does for CHC on markets of day-long regimes is in `test_chc_quality.py`.
 """
 
@@ -13,7 +14,7 @@ from hypothesis import given, settings, strategies as st
 
 from spotlab.job import Job, Throughput
 from spotlab.optimum.window import work_segments
-from spotlab.policies.chc import persistence
+from spotlab.policies.chc import persistence, restart_share
 
 
 def envelope(job: Job, n: float) -> float:
@@ -69,3 +70,15 @@ def test_persistence_is_the_least_squares_slope(seed):
             continue
         want = float(np.clip(np.cov(x, y, bias=True)[0, 1] / x.var(), 0.0, 1.0))
         assert b == pytest.approx(want, abs=1e-9) and m == pytest.approx(x.mean())
+
+
+def test_restart_share_counts_the_restarts_of_following_spot():
+    # spot hours at slots 1, 2, 4, 7, 8 (5 h); restarts: spells start at 1, 4, 7, the level changes at 8 (4 ->
+    # 8), spells end after 2 and 4 (the one under way at the end is not known to end): 6 restarts
+    usable = np.array([0, 8, 8, 0, 6, 0, 0, 4, 8], dtype=float)
+    assert restart_share(usable, 1.0, 0.25) == pytest.approx(1 - 0.25 * 6 / 5)
+    assert restart_share(usable, 0.5, 0.25) == pytest.approx(1 - 0.25 * 6 / 2.5)  # the same slots, half as long
+    assert restart_share(usable, 1.0, 0.0) == 1.0  # restarts cost nothing
+    assert restart_share(np.zeros(10), 1.0, 0.25) == 1.0  # no spot seen: nothing to discount
+    assert restart_share(np.full(10, 8.0), 1.0, 0.25) == 1.0  # one spell, under way before and after
+    assert restart_share(np.tile([8.0, 0.0], 20), 1.0, 0.6) == 0.0  # spells shorter than their restarts
