@@ -42,10 +42,12 @@ of its members', and in the first rounds the weights are still spread, so every 
 choice on any market; with the baselines in the pool A3 follows whichever is best, and beats them where the
 CHC member is better. CHC on seasonal-naive forecasts is not in it [ours]: "same time yesterday" is a poor
 forecast a few hours ahead on spot traces (notebook 02), such a member can idle for hours while spot is there
-and lose a job's value, and it often leads on the warm-up only to lose the rounds. On the eight GCP H100 zones
-with the held-out job of issue 11 (17 runs: from the trace's start, and after a week of warm-up), A3 with the
-four-member pool was at or above the better of uniform progress and greedy in all 17, by 17 $/job on average;
-with the seasonal-naive member as well, in 13 (15 $/job below in the worst). "wide" (11 members: more windows, commitments, predictors and
+and lose a job's value, and it often leads on the warm-up only to lose the rounds. On the nine GCP H100 zones
+with the held-out job of issue 11 (18 runs: from the trace's start, and after a week of warm-up), A3 with the
+four-member pool was at or above the better of uniform progress and greedy in 16, by 23 $/job on average; below
+in two runs from the trace's start (us-east4-b by 0.39 $/job; us-central1-a by 5.4, where every member tied on
+the first three jobs, so the tie kept uniform progress up to the sixth, where it lost 146 $); with the
+seasonal-naive member as well, in 13 of 17 (15 $/job below in the worst). "wide" (11 members: more windows, commitments, predictors and
 A2 thresholds) for experiments; "quick" (5 cheap members, for tests); or a list of (policy name, params) pairs in Python.
 """
 
