@@ -2,11 +2,14 @@
 
 - Work per GPU-hour in the tail is the concave envelope of H: known answers, and never below H at a count.
 - `persistence` is the least-squares slope it says it is (against a direct computation).
-- `restart_share` counts the restarts of following spot: a hand-counted answer and its edge cases.
+- `restart_share` counts the restarts of following spot: a hand-counted answer, its edge cases, and random
+  series against a count by runs.
 What the tail does for CHC on markets of day-long regimes is in `test_chc_quality.py`.
 """
 
 from __future__ import annotations
+
+import itertools
 
 import numpy as np
 import pytest
@@ -82,3 +85,22 @@ def test_restart_share_counts_the_restarts_of_following_spot():
     assert restart_share(np.zeros(10), 1.0, 0.25) == 1.0  # no spot seen: nothing to discount
     assert restart_share(np.full(10, 8.0), 1.0, 0.25) == 1.0  # one spell, under way before and after
     assert restart_share(np.tile([8.0, 0.0], 20), 1.0, 0.6) == 0.0  # spells shorter than their restarts
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 3), min_size=1, max_size=60), st.sampled_from([0.25, 0.5, 1.0]),
+       st.floats(0.0, 1.0), st.floats(0.0, 1.0))
+def test_restart_share_is_one_minus_the_overhead_per_spot_hour(levels, dt, d1, d2):
+    """Against a count by runs of equal level: every run of spot after the first run pays a restart, and
+    every run of spot followed by a run without pays one more; never outside [0, 1], never up with the
+    overhead."""
+    usable = np.array(levels, dtype=float)
+    runs = [(lvl, len(list(g))) for lvl, g in itertools.groupby(levels)]
+    restarts = sum(1 for i, (lvl, _) in enumerate(runs) if lvl > 0 and i > 0)
+    restarts += sum(1 for i, (lvl, _) in enumerate(runs[:-1]) if lvl > 0 and runs[i + 1][0] == 0)
+    hours = sum(n for lvl, n in runs if lvl > 0) * dt
+    lo, hi = sorted((d1, d2))
+    for d in (lo, hi):
+        want = 1.0 if hours == 0 or d == 0 else max(0.0, 1.0 - d * restarts / hours)
+        assert restart_share(usable, dt, d) == pytest.approx(want)
+    assert 0.0 <= restart_share(usable, dt, hi) <= restart_share(usable, dt, lo) <= 1.0

@@ -41,8 +41,9 @@ as a working hour promises more than flickering spot delivers, so the plan waits
 `restart_share` is the share of a spot hour left after the restarts that followed spot took in the
 market's past; the tail's spot capacity is scaled by it and its price divided by it. For a 200-GPU-hour job
 (2-8 GPUs, beta > 0, 0.25-h restarts, 40/60 h) with perfect window forecasts this took GCP H100
-us-central1-c from 2.5 to 24.0 $/job (optimum 72.8) and us-east4-a from 226.0 to 230.8 (253.8), and no zone lost; on the 96-GPU-hour job above no zone
-moved by more than 0.8 $/job.
+us-central1-c from 2.5 to 24.0 $/job (optimum 72.8) and us-east4-a from 226.0 to 230.8 (253.8), and none
+of the six zones measured before and after lost; on the 96-GPU-hour job above no zone moved by more than
+0.8 $/job.
 
 Why `urgency = 0.1` [ours]: the tail's spot capacity is what the past leads one to expect, not a forecast,
 and spot expected later is worth less than spot in hand. With a mere tie-break (0.005) and a 1% gap, a plan
@@ -412,9 +413,9 @@ def restart_share(usable: np.ndarray, slot_hours: float, overhead_h: float) -> f
     """The share of a spot hour that does work when a job follows spot: 1 - overhead x restarts per spot
     hour in the past `usable` (a restart where usable spot starts or changes level, one where it ends and
     the job goes back to on-demand), floored at 0. Why: the fluid tail has no restarts, so spot that comes
-    in spells of an hour or two looked as good as a steady supply, and a plan deferred work to it (on
-    GCP H100 us-east4-a, a 200 GPU-hour job with 0.25 h restarts ran 5 GPUs early and then had no time
-    left to catch the short spells that came). 1 where the past has no spot hours."""
+    in spells of an hour or two looked as good as a steady supply, and a plan deferred work to it and
+    finished late (see the module docstring for what the discount gained). 1 where the past has no spot
+    hours or restarts cost nothing."""
     u = np.asarray(usable, dtype=float)
     on = u > 0
     if not on.any() or overhead_h <= 0:

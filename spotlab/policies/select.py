@@ -46,9 +46,11 @@ and lose a job's value, and it often leads on the warm-up only to lose the round
 with the held-out job of issue 11 (18 runs: from the trace's start, and after a week of warm-up), A3 with the
 four-member pool was at or above the better of uniform progress and greedy in 16, by 23 $/job on average; below
 in two runs from the trace's start (us-east4-b by 0.39 $/job; us-central1-a by 5.4, where every member tied on
-the first three jobs, so the tie kept uniform progress up to the sixth, where it lost 146 $); with the
-seasonal-naive member as well, in 13 of 17 (15 $/job below in the worst). "wide" (11 members: more windows, commitments, predictors and
-A2 thresholds) for experiments; "quick" (5 cheap members, for tests); or a list of (policy name, params) pairs in Python.
+the first three jobs, so the tie kept uniform progress up to the sixth, where it lost 146 $). With the
+seasonal-naive member as well (measured on 17 of these runs before CHC's tail discounted restarts) it was at
+or above in 13, and 15 $/job below in the worst. "wide" (11 members: more windows, commitments, predictors
+and A2 thresholds) for experiments; "quick" (5 cheap members, for tests); or a list of (policy name, params)
+pairs in Python.
 """
 
 from __future__ import annotations
