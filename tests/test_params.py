@@ -54,6 +54,6 @@ def test_resolved_params_name_every_default_so_experiment_keys_follow_them():
 
     full = resolved_params("chc", {"w": 6})
     assert full["w"] == 6 and full["method"] == "auto" and full["v"] == 1
-    assert resolved_params("select")["prefer"] == "uniform_progress"
+    assert resolved_params("select")["prefer"] == "auto"
     with pytest.raises(PolicyError, match="no parameter 'window'"):
         resolved_params("chc", {"window": 3})

@@ -62,6 +62,34 @@ def test_overlapping_rounds_get_delayed_feedback(setup):
                   >= (episodes.starts + 10)[known < episodes.n])
 
 
+def test_a_round_is_learnt_from_once_every_member_has_finished_it(setup):
+    """A round's outcome reaches the selector at the first round that starts after every member's job on it
+    has ended (not before: no look-ahead; not only at the window's end: early jobs teach early)."""
+    from spotlab.policies.select import known_from, member_label
+
+    _, job, episodes = setup
+    policy = make_policy("select", {"pool": "quick"})
+    simulate(policy, episodes, job, seed=3)
+    sel = policy.unwrapped
+    ends = []
+    for k, (name, params) in enumerate(sel.members()):
+        res = simulate(make_policy(name, params), episodes, job, seed=3)
+        np.testing.assert_allclose(res.utility, sel.run_.member_utilities[:, k], rtol=1e-9, atol=1e-9,
+                                   err_msg=member_label(name, params))
+        # the slot a member's job ended in: its last slot alive; the window's end for a job given up
+        ends.append(np.where(res.arrays["gave_up"], 10, res.arrays["alive"].sum(axis=1)))
+    span = np.max(ends, axis=0)
+    known = known_from(episodes, 10, sel.settled_)
+    starts = episodes.starts
+    for i in range(episodes.n):
+        if known[i] < episodes.n:
+            assert starts[known[i]] >= starts[i] + span[i]  # nothing is used before it is known
+        if known[i] - 1 > i:
+            assert starts[known[i] - 1] < starts[i] + span[i]  # ... and it is used as soon as it is
+    window = known_from(episodes, 10)
+    assert np.all(known <= window) and np.any(known < window)
+
+
 def test_exp3_and_custom_pool(setup):
     _, job, episodes = setup
     pool = [("prediction_free", {"theta": 0.5}), ("uniform_progress", {}), ("greedy", {})]
@@ -83,14 +111,18 @@ def test_select_warms_up_on_the_past(setup):
     assert ends[-1] == 24 and np.all(np.diff(warm.starts) == 2)
     # the warm-up windows are the 24 h before the first job, slot for slot
     np.testing.assert_array_equal(warm.avail[-1], episodes.history_avail[0, -10:])
-    on = make_policy("select", {"pool": "quick"})
-    off = make_policy("select", {"pool": "quick", "warmup": False})
+    on = make_policy("select", {"pool": "quick", "prefer": None})
+    off = make_policy("select", {"pool": "quick", "warmup": False, "prefer": None})
     simulate(on, episodes, job)
     simulate(off, episodes, job)
     assert on.report()["warmup_rounds"] == 8 and off.report()["warmup_rounds"] == 0
     np.testing.assert_allclose(off.run_.probabilities[0], 0.2)
     assert not np.allclose(on.run_.probabilities[0], 0.2)
     np.testing.assert_array_equal(on.run_.member_utilities, off.run_.member_utilities)
+    # blind, the default plays the pool's CHC member rather than a uniform draw
+    auto = make_policy("select", {"pool": "quick", "warmup": False})
+    simulate(auto, episodes, job)
+    np.testing.assert_allclose(auto.run_.probabilities[0], [1, 0, 0, 0, 0])
     no_history = job_episodes(setup[0], job, stride_hours=2, history_hours=0, max_jobs=10)
     assert warmup_episodes(no_history, 10) is None
 
@@ -100,6 +132,7 @@ def test_select_warms_up_on_the_past(setup):
     ({"pool": "nope"}, "unknown pool 'nope'"),
     ({"pool": [("optimal", {})]}, "'optimal' cannot be a pool member"),
     ({"pool": []}, "the pool is empty"),
+    ({"pool": "quick", "prefer": "greedy"}, r"prefer='greedy' is not in the pool; name a member \(chc\(w=4"),
     ({"algorithm": "ucb"}, r"algorithm must be one of 'flipflop', 'adahedge', 'hedge', 'exp3' \(got 'ucb'\)"),
 ])
 def test_bad_select_parameters(setup, params, msg):
@@ -128,3 +161,14 @@ def test_cli_runs_the_online_policies(dataset, tmp_path):
     assert bad.returncode == 2 and "predictor must be 'oracle' or one of" in bad.stderr
     bad = run(*base, "--policy", "select", "--stride-hours", 1, "--windows", tmp_path / "w.csv", check=False)
     assert bad.returncode == 2 and "not both" in bad.stderr
+
+
+@pytest.mark.parametrize("pool, expected", [
+    ("default", 0),  # its CHC member
+    ([("prediction_free", {}), ("greedy", {}), ("uniform_progress", {})], 2),  # no CHC: uniform progress
+    ([("prediction_free", {}), ("greedy", {})], None),  # neither: a uniform draw
+])
+def test_the_blind_default_is_the_chc_member_else_uniform_progress(pool, expected):
+    assert make_policy("select", {"pool": pool}).unwrapped.preferred() == expected
+    assert make_policy("select", {"pool": pool, "prefer": None}).unwrapped.preferred() is None
+

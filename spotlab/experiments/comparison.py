@@ -236,8 +236,8 @@ def selection_runs(market: str | Market, spec: setups.JobSpec | None = None, poo
              else "custom", "sim_seed": seed, **{f"job_{k}": v for k, v in asdict(spec).items()}}
     frames, rows = [], []
     for a in algos:
-        run = _rerun(base, a, known_from(episodes, horizon_slots(job, episodes.slot_hours)), policy.warm_,
-                     policy.unwrapped.preferred())
+        run = _rerun(base, a, known_from(episodes, horizon_slots(job, episodes.slot_hours), policy.settled_),
+                     policy.warm_, policy.unwrapped.preferred())
         frames.append(_round_frame(run, episodes.names, key))
         rows.append(_summary(run, key, slope_start, extra))
     return pd.concat(frames, ignore_index=True), pd.DataFrame(rows)

@@ -248,7 +248,7 @@ def _select_from_members(setup: Setup, method: Method, known: Mapping[str, pd.Da
     chosen member, which is what replaying the member's actions under the same safety net gives (a test
     compares the two)."""
     from ..policies.registry import make_policy
-    from ..policies.select import replay_members, warmup_episodes
+    from ..policies.select import replay_members, settled_slots, warmup_episodes
     from ..runs import Semantics
     from ..simulator import horizon_slots
 
@@ -268,7 +268,9 @@ def _select_from_members(setup: Setup, method: Method, known: Mapping[str, pd.Da
     warm = None if warm_ep is None else np.stack(
         [r[2] for r in replay_members(members, [warm_ep], job, sem.settings, seed, sem.safety_net, sem.give_up)],
         axis=1)
-    chosen = sel.choose(U, warm, ep, job, horizon, seed).chosen
+    settled = np.stack([settled_slots(f["completion_h"].to_numpy(dtype=float), ep.slot_hours, horizon)
+                        for f in frames], axis=1)
+    chosen = sel.choose(U, warm, ep, job, horizon, seed, settled).chosen
     out = pd.DataFrame({c: [frames[k][c].iloc[r] for r, k in enumerate(chosen)] for c in RESULT_COLUMNS})
     out.insert(0, "job", np.arange(ep.n))
     return out

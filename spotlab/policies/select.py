@@ -15,7 +15,9 @@ measured against the best fixed member in hindsight; Hedge's grows like sqrt(T) 
 log-log axes).
 
 Rounds may overlap in time (a job every hour, each running 10 h): a round's outcome is then used only by
-rounds that start after its window has ended (delayed feedback), so no choice looks ahead.
+rounds that start after every member's job on it has ended (delayed feedback; a member that gave up or
+missed counts as running to the window's end), so no choice looks ahead, and a round whose jobs all finish
+early teaches the rounds that start soon after it, not only those after its window.
 
 Warm-up (`warmup=True`, the default): the trace's past before the first round (the history the episodes
 keep for forecasters, a week by default) is cut into jobs of the same length and stride, every member is
@@ -23,11 +25,15 @@ replayed on them, and the selector starts from those outcomes instead of uniform
 rounds the cost of learning is most of the regret; the past is as replayable as the rounds and uses
 nothing from the future. Regret and the report cover the real rounds only.
 
-Blind rounds: before any outcome is known (no history to warm up from and the first jobs still running),
-and whenever the leaders tie, the selector plays `prefer` (uniform progress by default: the published rule
-that meets the deadline and uses spot when it can), not a uniform draw over the pool; a rule that gambles
-on spot (greedy) can cost several times the job's value on a market without it, and nothing yet says which
-market this is.
+Blind rounds: before any outcome is known (no history to warm up from and the first jobs still running), and
+whenever the leaders tie, the selector plays `prefer`, not a uniform draw over the pool. The default, "auto",
+is the pool's first CHC member (else uniform progress): it commits on forecasts but keeps a line to the
+deadline, so it uses spot when spot is there without gambling on it; greedy, which does gamble, can cost a
+job's whole value on a market without spot, and nothing yet says which market this is. Measured per round
+against uniform progress on 42 random synthetic markets (five regimes, one with no spot at all) and random
+jobs (`value_factor` 0.6–1.5, N_max 1–8, deadlines 6–24 h): the CHC member was ahead or level on average on 40 and
+behind by 0.1% of the job's value on the other two (both without spot), and its worst round was 0.37 of the
+job's value behind (greedy's: 1.49).
 
 Implementation: at `reset` every member is simulated on every episode (the replay); the selection
 then runs over the rounds, and `act` plays the chosen member's recorded allocation, which reproduces
@@ -43,14 +49,15 @@ choice on any market; with the baselines in the pool A3 follows whichever is bes
 CHC member is better. CHC on seasonal-naive forecasts is not in it [ours]: "same time yesterday" is a poor
 forecast a few hours ahead on spot traces (notebook 02), such a member can idle for hours while spot is there
 and lose a job's value, and it often leads on the warm-up only to lose the rounds. On the nine GCP H100 zones
-with the held-out job of issue 11 (18 runs: from the trace's start, and after a week of warm-up), A3 with the
-four-member pool was at or above the better of uniform progress and greedy in 16, by 23 $/job on average; below
-in two runs from the trace's start (us-east4-b by 0.39 $/job; us-central1-a by 5.4, where every member tied on
-the first three jobs, so the tie kept uniform progress up to the sixth, where it lost 146 $). With the
-seasonal-naive member as well (measured on 17 of these runs before CHC's tail discounted restarts) it was at
-or above in 13, and 15 $/job below in the worst. "wide" (11 members: more windows, commitments, predictors
-and A2 thresholds) for experiments; "quick" (5 cheap members, for tests); or a list of (policy name, params)
-pairs in Python.
+with the held-out job of issue 11 (96 GPU-h, value 400; 18 runs: from the trace's start, and after a week of
+warm-up), A3 with the four-member pool was at or above the better of uniform progress and greedy in all 18, by
+26 $/job on average (0 to 90). With uniform progress as the blind default, us-east4-b from the start was 0.39
+$/job below (on the second blind round it got −160 $ where the CHC member got 248); with feedback only at the
+window's end as well, us-central1-a from the start was also below, by 5.4 (every member tied on the first
+jobs, and the tie kept uniform progress until it lost 146 $). With the seasonal-naive member as well (measured
+on 17 of these runs with neither change, and before CHC's tail discounted restarts) it was at or above in 13,
+and 15 $/job below in the worst. "wide" (11 members: more windows, commitments, predictors and A2 thresholds)
+for experiments; "quick" (5 cheap members, for tests); or a list of (policy name, params) pairs in Python.
 """
 
 from __future__ import annotations
@@ -107,12 +114,14 @@ def member_label(name: str, params: dict[str, Any]) -> str:
 def _replay(name: str, params: dict[str, Any], episodes, job, settings, seed: int, net: str, give_up: bool):
     """One member on every round, guarded by the same safety net as the selector itself."""
     res = simulate(make_policy(name, params, safety_net=net, give_up=give_up), episodes, job, settings, seed)
-    return res.arrays["o"], res.arrays["s"], res.utility, float(res.policy_report.get("fallback_rate", 0.0))
+    return (res.arrays["o"], res.arrays["s"], res.utility, float(res.policy_report.get("fallback_rate", 0.0)),
+            res.completion_h)
 
 
 def replay_members(members: Sequence[tuple[str, dict[str, Any]]], sets: Sequence[Episodes], job, settings,
                    seed: int, net: str, give_up: bool, n_jobs: int = 1) -> list[tuple]:
-    """Every member on every set of episodes (set-major), each run as `(o, s, utility, fallback_rate)`."""
+    """Every member on every set of episodes (set-major), each run as `(o, s, utility, fallback_rate,
+    completion_h)`."""
     from joblib import Parallel, delayed
 
     return Parallel(n_jobs=worker_count(n_jobs))(
@@ -122,15 +131,33 @@ def replay_members(members: Sequence[tuple[str, dict[str, Any]]], sets: Sequence
 ALGORITHMS = tuple(SELECTORS)  # the first is the default
 
 
-def known_from(episodes, horizon: int) -> np.ndarray:
-    """For each round, the first round that starts after its job's window has ended (its outcome is known
-    then). Windows of one trace that overlap in time (jobs every hour, each 10 h long) give delayed
-    feedback; rounds without known start times are taken as one after another."""
+def settled_slots(completion_h: np.ndarray, slot_hours: float, horizon: int) -> np.ndarray:
+    """Slots from a round's start until its outcome is settled: the end of the slot its job finished in, the
+    whole window if it did not finish (a miss, or a job given up). Once a job has finished its value and cost
+    are fixed, and replaying a member on the market seen so far tells when it would have finished."""
+    c = np.asarray(completion_h, dtype=float)
+    done = np.isfinite(c)
+    out = np.full(c.shape, int(horizon), dtype=np.int64)
+    out[done] = np.ceil(c[done] / slot_hours - 1e-9).astype(np.int64)
+    return np.clip(out, 1, int(horizon))
+
+
+def known_from(episodes, horizon: int, settled: np.ndarray | None = None) -> np.ndarray:
+    """For each round, the first round that starts once its outcome is known: when every member's job on it
+    has ended (`settled`: slots from the round's start, (rounds,) or (rounds, members), from `settled_slots`),
+    or its window has (without `settled`). Windows of one trace that overlap in time (jobs every hour, each
+    10 h long) give delayed feedback; a job that finishes early is learnt from early, which matters most in
+    the first rounds, before anything else is known. Rounds without known start times are taken as one
+    after another."""
     n = episodes.n
     starts = episodes.starts
     if starts is None or np.any(np.diff(starts) < 0):
         return np.arange(1, n + 1)
-    ends = starts + np.minimum(episodes.length, horizon)
+    span = np.minimum(episodes.length, horizon)
+    if settled is not None:
+        s = np.asarray(settled)
+        span = np.minimum(span, s.max(axis=1) if s.ndim == 2 else s)
+    ends = starts + span
     return np.maximum(np.searchsorted(starts, ends, side="left"), np.arange(1, n + 1))
 
 
@@ -140,7 +167,7 @@ class Select(OnlinePolicy):
     name = "select"
 
     def __init__(self, pool: str | Sequence = "default", algorithm: str = "flipflop", eta: float | None = None,
-                 warmup: bool = True, prefer: str | None = "uniform_progress", seed: int = 0,
+                 warmup: bool = True, prefer: str | None = "auto", seed: int = 0,
                  n_jobs: int = -1) -> None:
         self.pool = pool
         self.prefer = prefer
@@ -189,7 +216,9 @@ class Select(OnlinePolicy):
         U = np.stack([r[2] for r in runs[:k]], axis=1)  # (rounds, K)
         warm = np.stack([r[2] for r in runs[k:]], axis=1) if warm_ep is not None else None
         self.member_fallback_ = np.array([r[3] for r in runs[:k]])
-        self.run_ = self.choose(U, warm, ep, job, ctx.horizon, ctx.seed)
+        # (rounds, K): when each member's job on each round ended, which is when its outcome is known
+        self.settled_ = np.stack([settled_slots(r[4], ep.slot_hours, ctx.horizon) for r in runs[:k]], axis=1)
+        self.run_ = self.choose(U, warm, ep, job, ctx.horizon, ctx.seed, self.settled_)
         self.warm_ = warm  # (warm-up rounds, K) or None, kept so that other selectors can be run on the same data
         self.warmup_rounds_ = 0 if warm is None else int(warm.shape[0])
         rows = np.arange(ep.n)
@@ -198,18 +227,20 @@ class Select(OnlinePolicy):
         self.s_ = np.stack([runs[k][1][i] for i, k in zip(rows, chosen)])
 
     def choose(self, U: np.ndarray, warm: np.ndarray | None, ep: Episodes, job, horizon: int,
-               seed: int = 0) -> SelectionRun:
+               seed: int = 0, settled: np.ndarray | None = None) -> SelectionRun:
         """The member of each round, from the members' utilities on the rounds `U` (rounds, K) and on the
-        warm-up rounds `warm`: what `reset` does once the members are replayed. An experiment that has already
-        simulated the members (e.g. the A1 lines beside A3) calls it directly: A3's outcome in a round is then
-        its chosen member's, the same numbers without replaying the members again."""
+        warm-up rounds `warm`: what `reset` does once the members are replayed. `settled` (rounds, K): slots
+        until each member's outcome on each round is known (`settled_slots`); without it, the whole window.
+        An experiment that has already simulated the members (e.g. the A1 lines beside A3) calls it directly:
+        A3's outcome in a round is then its chosen member's, the same numbers without replaying the members
+        again."""
         members = self.members()
         od_max = float(np.nanmax(ep.od_price))
         lo = -(max(job.miss_penalty, 0.0) + job.n_max * od_max * horizon * ep.slot_hours)
         hi = max(job.value, lo + 1e-9)
         names = tuple(member_label(n, p) for n, p in members)
         seed = int(seed) * 1_000_003 + int(self.seed)
-        known = known_from(ep, horizon)
+        known = known_from(ep, horizon, settled)
         algo = SELECTORS[self.algorithm]
         if self.algorithm in OWN_RATE:
             if self.eta is not None:
@@ -220,14 +251,21 @@ class Select(OnlinePolicy):
         return warm_started(algo, warm, U, lo, hi, known_from=known, eta=self.eta, seed=seed, names=names)
 
     def preferred(self, members: list[tuple[str, dict[str, Any]]] | None = None) -> int | None:
-        """Index of the member named by `prefer` (a policy name or a member label) in `members` (default: the
-        pool), None if not in it: the member played in blind rounds and ties."""
+        """Index in `members` (default: the pool) of the member played in blind rounds and ties: the one named by
+        `prefer` (a policy name or a member label); with "auto", the first CHC member, else uniform progress,
+        else none (a uniform draw)."""
+        members = self.members() if members is None else members
         if self.prefer is None:
             return None
-        for i, (n, p) in enumerate(self.members() if members is None else members):
-            if self.prefer in (n, member_label(n, p)):
-                return i
-        return None
+        wanted = ("chc", "uniform_progress") if self.prefer == "auto" else (self.prefer,)
+        for want in wanted:
+            for i, (n, p) in enumerate(members):
+                if want in (n, member_label(n, p)):
+                    return i
+        if self.prefer == "auto":
+            return None
+        raise PolicyError(f"select: prefer={self.prefer!r} is not in the pool; name a member "
+                          f"({', '.join(member_label(n, p) for n, p in members)}), 'auto' or None")
 
     def act(self, obs: Observation):
         t = obs.t
