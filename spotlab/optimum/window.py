@@ -268,7 +268,7 @@ class WindowProblem:
 
     def terms(self, state: WindowState, avail, spot_price, od_price, tail: TailForecast | None = None,
               slots_left: int | None = None, urgency: float = 0.0, must_finish: bool = True,
-              net: str = "strict") -> WindowTerms:
+              net: str = "strict", window_urgency: float = 0.0) -> WindowTerms:
         """The numbers of the window problem from `state` (see `solve`), checked: what every method solves."""
         job, T, dt = self.job, self.w, self.slot_hours
         a = np.asarray(avail, dtype=float)
@@ -315,11 +315,12 @@ class WindowProblem:
         lim = np.where((np.arange(T) < left) & (net != "off"), lim, 2.0 * job.work + 1.0)
 
         # timing bias: spot is taken earlier (it may vanish) and on-demand bought later (the price is known, and
-        # waiting keeps the chance of spot); slot 0's multipliers are 1 -/+ urgency, the tail's 1. Only while
-        # the plan leans on a tail, whose capacity is a historical expectation, not a forecast: with the window
-        # reaching the end of the job there is nothing to hedge and the plan is the exact optimum
-        leans_on_tail = float(lengths.sum()) > 0
-        early = float(urgency) * (T - np.arange(T)) / T if leans_on_tail else np.zeros(T)
+        # waiting keeps the chance of spot); slot 0's multipliers are 1 -/+ urgency, the tail's 1. While the plan
+        # leans on a tail (a historical expectation, not a forecast) the bias is `urgency`; with the window
+        # reaching the end of the job it is `window_urgency` (0 when the window's slots are known: nothing to
+        # hedge, and the plan is the exact optimum)
+        bias = float(urgency) if float(lengths.sum()) > 0 else float(window_urgency)
+        early = bias * (T - np.arange(T)) / T
         # the unused end of the finishing slot: its GPUs' price refunded, its value earned earlier where V
         # is linear over the slot (after d, before gamma*d); elsewhere V at the slot's end (a lower bound)
         ends = np.concatenate([state.time_h + (np.arange(T) + 1) * dt, ends_tail])
@@ -339,14 +340,15 @@ class WindowProblem:
     def solve(self, state: WindowState, avail, spot_price, od_price, tail: TailForecast | None = None,
               slots_left: int | None = None, solver: str = "highs", time_limit: float = 10.0,
               mip_gap: float = 1e-3, urgency: float = 0.0, must_finish: bool = True,
-              net: str = "strict", method: str = "milp") -> WindowPlan | None:
+              net: str = "strict", method: str = "milp", window_urgency: float = 0.0) -> WindowPlan | None:
         """Plan the next w slots from `state`, given (forecast) availability and prices for them and the
         tail's expectations (None: nothing can be done after the window). `net`: plan within the simulator's
         safety net: "strict", "cbl" (its trigger counts no progress in the slot: one slot earlier) or "off".
 
         `slots_left`: slots before the hard deadline (nothing can run after it). `urgency`: this share of the
         price makes spot used earlier and on-demand bought later look that much cheaper while the plan leans
-        on a tail (expected, not forecast, capacity), so that the plan keeps its options. `method`: "milp" (the MILP by
+        on a tail (expected, not forecast, capacity), so that the plan keeps its options; `window_urgency`: the
+        same when the window reaches the job's end (its slots may be forecasts too). `method`: "milp" (the MILP by
         `solver`), "dp" (the dynamic programme of `window_dp.py`, proven within `mip_gap`) or "auto" (the
         DP where it applies and proves its gap, else the MILP started from the DP's plan). Returns None when
         the solver hit its time limit without a schedule; any other failure raises `SolverError` (a bug, not
@@ -358,7 +360,8 @@ class WindowProblem:
                               f"(got {method!r})")
         if solver not in BACKENDS:
             raise SolverError(f"unknown solver {solver!r}; use one of {', '.join(BACKENDS)}")
-        terms = self.terms(state, avail, spot_price, od_price, tail, slots_left, urgency, must_finish, net)
+        terms = self.terms(state, avail, spot_price, od_price, tail, slots_left, urgency, must_finish, net,
+                           window_urgency)
         start = None
         if method != "milp":
             from .window_dp import WindowDP, dp_applies

@@ -32,7 +32,7 @@ deadline, so it uses spot when spot is there without gambling on it; greedy, whi
 job's whole value on a market without spot, and nothing yet says which market this is. Measured per round
 against uniform progress on 42 random synthetic markets (five regimes, one with no spot at all) and random
 jobs (`value_factor` 0.6–1.5, N_max 1–8, deadlines 6–24 h): the CHC member was ahead or level on average on 40 and
-behind by 0.1% of the job's value on the other two (both without spot), and its worst round was 0.37 of the
+behind by 0.1% of the job's value on the other two (both without spot), and its worst round was 0.33 of the
 job's value behind (greedy's: 1.49).
 
 Implementation: at `reset` every member is simulated on every episode (the replay); the selection
