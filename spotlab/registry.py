@@ -23,12 +23,13 @@ def load_class(registry: Mapping[str, str], name: str, kind: str, error: type[Sp
 
 def coerce(value: Any, annotation: Any, default: Any) -> Any:
     """Turn a command-line string into the parameter's type, read from its annotation or default:
-    "1,0,1" for a tuple, "true"/"false" for a flag, "none"/"auto" for an optional value."""
+    "1,0,1" for a tuple, "true"/"false" for a flag, "none"/"auto" for an optional value (unless "auto" is
+    the parameter's own default: then it is that value, not None)."""
     if not isinstance(value, str):
         return value
     ann = str(annotation) if annotation is not inspect.Parameter.empty else type(default).__name__
     text = value.strip()
-    if "None" in ann and text.lower() in ("none", "auto", ""):
+    if "None" in ann and (text.lower() in ("none", "") or (text.lower() == "auto" and default != "auto")):
         return None
     if "tuple" in ann:
         items = [v.strip() for v in text.strip("()[] ").split(",") if v.strip()]

@@ -172,6 +172,9 @@ def test_cli_runs_the_online_policies(dataset, tmp_path):
 def test_the_blind_default_is_the_chc_member_else_uniform_progress(pool, expected):
     assert make_policy("select", {"pool": pool}).unwrapped.preferred() == expected
     assert make_policy("select", {"pool": pool, "prefer": None}).unwrapped.preferred() is None
+    # as typed on the command line (--param prefer=...)
+    assert make_policy("select", {"pool": pool, "prefer": "auto"}).unwrapped.preferred() == expected
+    assert make_policy("select", {"pool": pool, "prefer": "none"}).unwrapped.preferred() is None
 
 
 NO_SPOT = Regime(0.0, 0.0, 0.0, 0.9, 0.35, 0.0, 0.0, 0.9, 0.0)
