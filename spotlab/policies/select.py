@@ -208,6 +208,7 @@ class Select(OnlinePolicy):
     def reset(self, ctx: Context) -> None:
         super().reset(ctx)
         members = self.members()
+        self.preferred(members)  # an unknown `prefer` fails before minutes of replay, not after
         job, ep = ctx.job, ctx.episodes
         warm_ep = warmup_episodes(ep, ctx.horizon) if self.warmup else None
         sets = [ep] if warm_ep is None else [ep, warm_ep]
