@@ -144,7 +144,7 @@ def settled_slots(completion_h: np.ndarray, slot_hours: float, horizon: int) -> 
 
 def known_from(episodes, horizon: int, settled: np.ndarray | None = None) -> np.ndarray:
     """For each round, the first round that starts once its outcome is known: when every member's job on it
-    has ended (`settled`: slots from the round's start, (rounds,) or (rounds, members), from `settled_slots`),
+    has ended (`settled`: slots from the round's start, (rounds, members), from `settled_slots`),
     or its window has (without `settled`). Windows of one trace that overlap in time (jobs every hour, each
     10 h long) give delayed feedback; a job that finishes early is learnt from early, which matters most in
     the first rounds, before anything else is known. Rounds without known start times are taken as one
@@ -155,8 +155,7 @@ def known_from(episodes, horizon: int, settled: np.ndarray | None = None) -> np.
         return np.arange(1, n + 1)
     span = np.minimum(episodes.length, horizon)
     if settled is not None:
-        s = np.asarray(settled)
-        span = np.minimum(span, s.max(axis=1) if s.ndim == 2 else s)
+        span = np.minimum(span, np.asarray(settled).max(axis=1))
     ends = starts + span
     return np.maximum(np.searchsorted(starts, ends, side="left"), np.arange(1, n + 1))
 
@@ -255,9 +254,9 @@ class Select(OnlinePolicy):
         """Index in `members` (default: the pool) of the member played in blind rounds and ties: the one named by
         `prefer` (a policy name or a member label); with "auto", the first CHC member, else uniform progress,
         else none (a uniform draw)."""
-        members = self.members() if members is None else members
         if self.prefer is None:
             return None
+        members = self.members() if members is None else members
         wanted = ("chc", "uniform_progress") if self.prefer == "auto" else (self.prefer,)
         for want in wanted:
             for i, (n, p) in enumerate(members):
