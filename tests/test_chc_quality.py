@@ -256,3 +256,47 @@ def test_short_window_in_regimes_stays_near_the_optimum_on_random_jobs(seed):
     assert chc.policy_report["fallback_rate"] == 0.0
     assert got >= best - 0.1 * abs(best) - 0.01 * scale, (job, best, got, up)
     assert got >= up - 0.01 * scale, (job, best, got, up)
+
+
+def flicker_market(seed: int, hours: int = 24 * 10, n: int = 8, mean_hours: float = 2.0, spot: float = 3.0,
+                   od: float = 10.0) -> Market:
+    """Spot in spells of a couple of hours (2..n GPUs), gone for as long in between."""
+    rng = np.random.default_rng(seed)
+    a = np.zeros(hours, dtype=np.int64)
+    on, t = bool(rng.random() < 0.5), 0
+    while t < hours:
+        d = max(1, int(round(rng.exponential(mean_hours))))
+        a[t:t + d] = rng.integers(2, n + 1) if on else 0
+        t, on = t + d, not on
+    return Market(a, np.full(hours, spot), np.full(hours, od), 1.0, requested=n, name=f"flicker {seed}")
+
+
+def flicker_case(seed: int) -> tuple[Job, Episodes]:
+    """A tight job (most of N_max's throughput until the soft deadline, beta > 0, 0.25-h restarts, worth about
+    half its all-on-demand cost) on a flickering market, a job every 12 h after a week."""
+    rng = np.random.default_rng(seed + 100)
+    tp = Throughput(1.0, 0.5)
+    work = float(rng.uniform(0.75, 0.9)) * 24.0 * float(tp(8))
+    od_cost = work / float(tp(8)) * 8 * 10.0
+    job = Job(work=work, deadline_h=24.0, hard_deadline_h=36.0, n_min=2, n_max=8, throughput=tp,
+              value=float(rng.uniform(0.4, 0.8)) * od_cost, miss_penalty=0.1 * od_cost, overhead_h=0.25)
+    mk = flicker_market(seed)
+    starts = np.arange(168, len(mk) - 36 + 1, 12)
+    return job, Episodes.from_windows(mk, starts, starts + 36, history=168)
+
+
+@pytest.mark.parametrize("seed", [0, 5])
+def test_short_window_on_flickering_spot_stays_near_the_optimum(seed):
+    """Restarts stall the whole job: a tail that only discounted spot GPU-hours for them counted on finishing
+    at full speed, deferred work and finished late (seed 5: -5.5 $/job against the optimum's 35.8, below the
+    bound's 15.9; 24.3 with the tail's stalled hours; seeds 0-5 all gained). Bound as in the random-jobs test
+    above."""
+    job, ep = flicker_case(seed)
+    best = simulate(make_policy("optimal", {"n_jobs": 1}), ep, job).utility.mean()
+    chc = simulate(make_policy("chc", {"w": 12, "predictor": "oracle"}), ep, job)
+    up = simulate(make_policy("uniform_progress"), ep, job).utility.mean()
+    got = float(chc.utility.mean())
+    scale = job.work / float(job.max_rate) * job.n_max * 10.0
+    assert chc.policy_report["fallback_rate"] == 0.0
+    assert got >= best - 0.1 * abs(best) - 0.01 * scale, (seed, best, got, up)
+    assert got >= up, (seed, best, got, up)

@@ -16,7 +16,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from spotlab.job import Job, Throughput
-from spotlab.optimum.window import work_segments
+from spotlab.errors import SolverError
+from spotlab.optimum.window import TailForecast, WindowProblem, WindowState, work_segments
 from spotlab.policies.chc import persistence, restart_share
 
 
@@ -104,3 +105,60 @@ def test_restart_share_is_one_minus_the_overhead_per_spot_hour(levels, dt, d1, d
         want = 1.0 if hours == 0 or d == 0 else max(0.0, 1.0 - d * restarts / hours)
         assert restart_share(usable, dt, d) == pytest.approx(want)
     assert 0.0 <= restart_share(usable, dt, hi) <= restart_share(usable, dt, lo) <= 1.0
+
+
+def _tail_after(avail: np.ndarray, job: Job, w: int = 4):
+    """CHC's tail at the job's first slot on a market repeating `avail` (a week of it as the job's past)."""
+    from spotlab.market import Market
+    from spotlab.policies.chc import CHC
+    from spotlab.simulator import Episodes, horizon_slots, simulate
+
+    hours = 168 + horizon_slots(job, 1.0)
+    a = np.resize(avail, hours).astype(np.int64)
+    mk = Market(a, np.full(hours, 1.0), np.full(hours, 3.0), 1.0, requested=8)
+    ep = Episodes.from_windows(mk, [168], [hours], history=168)
+    chc = CHC(w=w, predictor="oracle")
+    simulate(chc, ep, job)  # sets up the policy on this market
+    state = WindowState(time_h=0.0, remaining=job.work)
+    return chc._tail(0, 0, chc.problem_.tail_for(state), 3.0, np.asarray(a[168:168 + w], dtype=float))
+
+
+def test_the_tail_stalls_the_job_while_spot_flickers():
+    """Spot for one hour in two, 8 GPUs, 0.25-h restarts: two restarts per spot hour (it comes, then the job
+    goes back to on-demand), so half of each spot hour is restarts (`restart_share` 0.5). The job stands still
+    in them, its on-demand GPUs included: each block loses (1 - 0.5) x its expected spot hours, i.e. its
+    useful spot GPU-hours over 8. With spot there all the time nothing stalls."""
+    job = Job(work=150.0, deadline_h=24.0, hard_deadline_h=36.0, n_min=2, n_max=8,
+              throughput=Throughput(1.0, 0.5), value=900.0, overhead_h=0.25)
+    tail = _tail_after(np.array([8, 0]), job)
+    assert tail.spot_gpu_hours.sum() > 0
+    np.testing.assert_allclose(tail.stalled_hours, tail.spot_gpu_hours / 8.0, rtol=0.02)  # 0.5 but for the week's ends
+    assert np.all(tail.stalled_hours <= tail.hours)
+    steady = _tail_after(np.array([8]), job)
+    np.testing.assert_allclose(steady.stalled_hours, 0.0)
+    np.testing.assert_allclose(steady.spot_gpu_hours, 8.0 * steady.hours)
+
+
+def test_stalled_hours_are_hours_the_tail_cannot_work_in():
+    """The window problem's tail blocks keep their ends (the value by completion time) but lose their stalled
+    hours of work; a plan that fit the tail at full speed must then do more in its window or finish later."""
+    job = Job(work=40.0, deadline_h=12.0, hard_deadline_h=18.0, n_min=1, n_max=4, value=500.0,
+              miss_penalty=100.0)
+    wp = WindowProblem(job, 2, 1.0, blocks=8)
+    state = WindowState(time_h=0.0, remaining=job.work)
+    bounds = wp.tail_for(state)
+    k = bounds.size - 1
+    hours = np.diff(bounds)
+    free = TailForecast(hours, np.zeros(k), np.full(k, 1.0), np.full(k, 3.0))
+    stalled = TailForecast(hours, np.zeros(k), np.full(k, 1.0), np.full(k, 3.0), stalled_hours=np.full(k, 0.5))
+    args = (state, np.zeros(2), np.full(2, 1.0), np.full(2, 3.0))
+    t_free, t_stalled = wp.terms(*args, free), wp.terms(*args, stalled)
+    np.testing.assert_allclose(t_stalled.tail_hours[:k], np.maximum(hours - 0.5, 0.0))
+    np.testing.assert_allclose(t_stalled.value_end, t_free.value_end)  # the blocks end where they ended
+    for method in ("milp", "dp"):
+        a, b = (wp.solve(*args, tail, method=method, solver="highs", mip_gap=1e-7) for tail in (free, stalled))
+        assert b.objective < a.objective - 1.0  # less time: finishing costs value or more on-demand now
+        assert b.o.sum() >= a.o.sum()
+    with pytest.raises(SolverError, match="stalled hours"):
+        wp.terms(*args, TailForecast(hours, np.zeros(k), np.full(k, 1.0), np.full(k, 3.0),
+                                     stalled_hours=np.full(k + 1, 0.5)))

@@ -69,7 +69,8 @@ def test_dp_plans_are_within_the_gap_of_the_milp(seed):
     bounds = wp.tail_for(state)
     k = bounds.size - 1
     tail = TailForecast(np.diff(bounds), rng.uniform(0, n_max, k) * np.diff(bounds), rng.uniform(0.3, 2.5, k),
-                        np.full(k, 3.0)) if k and rng.random() < 0.8 else None
+                        np.full(k, 3.0), stalled_hours=rng.uniform(0, 0.5, k) * np.diff(bounds) * rng.integers(0, 2)) \
+        if k and rng.random() < 0.8 else None
     urgency = float(rng.choice([0.0, 0.005]))
     common = dict(slots_left=int(np.ceil(job.hard_deadline_h - state.time_h)), urgency=urgency,
                   must_finish=bool(rng.random() < 0.7), net=str(rng.choice(["strict", "cbl", "off"])))

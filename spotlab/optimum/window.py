@@ -13,7 +13,9 @@ followed by what happens after the window [ours]:
   past: a certainty-equivalent view of what it cannot forecast). The work g GPU-hours give in a block of L
   hours is at most L times the concave envelope of H at g / L (`work_segments`): the block may mix the
   job's GPU counts, but not do better than that, so with beta > 0 many GPUs do less per GPU-hour than few.
-  The job's value is taken at the end of the block in which it finishes, as in the window's slots.
+  The job's value is taken at the end of the block in which it finishes, as in the window's slots. The
+  hours the job is expected to stand still in restarts there (`TailForecast.stalled_hours`) are not hours
+  it can work in.
 - **Why not a terminal value.** A terminal value of the work left at the window's end prices it at one
   reference price and values it at the earliest possible completion. Both are optimistic exactly when it
   matters: the work left may only fit before the soft deadline on on-demand GPUs, and a plan that counts on
@@ -70,12 +72,16 @@ class WindowState:
 @dataclass(frozen=True)
 class TailForecast:
     """What the plan assumes after its window, per block (see `tail_blocks`): lengths in hours, expected
-    spot GPU-hours obtainable, spot and on-demand prices in $/GPU-h."""
+    spot GPU-hours obtainable, spot and on-demand prices in $/GPU-h, and the hours of each block the job is
+    expected to stand still in restarts (None: none). Why the stalled hours: a restart stops the whole job,
+    on-demand GPUs included, so spot that comes and goes takes time from the block, not only spot GPU-hours;
+    without them a plan counted on finishing the tail at full speed and finished late (see `spotlab.policies.chc`)."""
 
     hours: np.ndarray
     spot_gpu_hours: np.ndarray
     spot_price: np.ndarray
     od_price: np.ndarray
+    stalled_hours: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -298,12 +304,16 @@ class WindowProblem:
             if tail is None or n_used == 0:
                 lengths[:] = 0.0
             else:
+                stalled = np.zeros(n_used) if tail.stalled_hours is None else tail.stalled_hours
                 for label, arr in (("hours", tail.hours), ("spot GPU-hours", tail.spot_gpu_hours),
-                                   ("spot price", tail.spot_price), ("on-demand price", tail.od_price)):
+                                   ("spot price", tail.spot_price), ("on-demand price", tail.od_price),
+                                   ("stalled hours", stalled)):
                     arr = np.asarray(arr, dtype=float)
                     if arr.shape != (n_used,) or not np.all(np.isfinite(arr)) or np.any(arr < 0):
                         raise SolverError(f"window problem: the tail's {label} must be {n_used} finite values "
                                           f">= 0 (got {arr!r})")
+                # the hours left to work in: a restart stalls the whole job (the block still ends where it ends)
+                lengths[:n_used] = np.maximum(lengths[:n_used] - np.asarray(stalled, dtype=float), 0.0)
                 gs_hi[:n_used] = np.minimum(np.asarray(tail.spot_gpu_hours, float), job.n_max * lengths[:n_used])
                 c_gs[:n_used] = tail.spot_price
                 c_go[:n_used] = tail.od_price
