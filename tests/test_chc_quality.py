@@ -205,16 +205,19 @@ def test_default_configurations_never_fall_back():
 
 
 def regime_market(seed: int, hours: int = 24 * 12, n: int = 8, mean_hours: float = 30.0, spot: float = 3.0,
-                  od: float = 10.0) -> Market:
-    """Spot all there or all gone, in regimes of exponential length (mean `mean_hours`)."""
+                  od: float = 10.0, flicker: bool = False) -> Market:
+    """Spot all there or all gone, in regimes of exponential length (mean `mean_hours`); `flicker`: spells
+    rounded to the nearest hour (not down) with 2..n GPUs each."""
     rng = np.random.default_rng(seed)
     a = np.zeros(hours, dtype=np.int64)
     on, t = bool(rng.random() < 0.5), 0
     while t < hours:
-        d = max(1, int(rng.exponential(mean_hours)))
-        a[t:t + d] = n if on else 0
+        length = rng.exponential(mean_hours)
+        d = max(1, int(round(length)) if flicker else int(length))
+        a[t:t + d] = (rng.integers(2, n + 1) if flicker else n) if on else 0
         t, on = t + d, not on
-    return Market(a, np.full(hours, spot), np.full(hours, od), 1.0, requested=n, name=f"regimes {seed}")
+    return Market(a, np.full(hours, spot), np.full(hours, od), 1.0, requested=n,
+                  name=f"{'flicker' if flicker else 'regimes'} {seed}")
 
 
 @settings(max_examples=3, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
@@ -258,19 +261,6 @@ def test_short_window_in_regimes_stays_near_the_optimum_on_random_jobs(seed):
     assert got >= up - 0.01 * scale, (job, best, got, up)
 
 
-def flicker_market(seed: int, hours: int = 24 * 10, n: int = 8, mean_hours: float = 2.0, spot: float = 3.0,
-                   od: float = 10.0) -> Market:
-    """Spot in spells of a couple of hours (2..n GPUs), gone for as long in between."""
-    rng = np.random.default_rng(seed)
-    a = np.zeros(hours, dtype=np.int64)
-    on, t = bool(rng.random() < 0.5), 0
-    while t < hours:
-        d = max(1, int(round(rng.exponential(mean_hours))))
-        a[t:t + d] = rng.integers(2, n + 1) if on else 0
-        t, on = t + d, not on
-    return Market(a, np.full(hours, spot), np.full(hours, od), 1.0, requested=n, name=f"flicker {seed}")
-
-
 def flicker_case(seed: int) -> tuple[Job, Episodes]:
     """A tight job (most of N_max's throughput until the soft deadline, beta > 0, 0.25-h restarts, worth about
     half its all-on-demand cost) on a flickering market, a job every 12 h after a week."""
@@ -280,7 +270,7 @@ def flicker_case(seed: int) -> tuple[Job, Episodes]:
     od_cost = work / float(tp(8)) * 8 * 10.0
     job = Job(work=work, deadline_h=24.0, hard_deadline_h=36.0, n_min=2, n_max=8, throughput=tp,
               value=float(rng.uniform(0.4, 0.8)) * od_cost, miss_penalty=0.1 * od_cost, overhead_h=0.25)
-    mk = flicker_market(seed)
+    mk = regime_market(seed, hours=24 * 10, mean_hours=2.0, flicker=True)
     starts = np.arange(168, len(mk) - 36 + 1, 12)
     return job, Episodes.from_windows(mk, starts, starts + 36, history=168)
 
