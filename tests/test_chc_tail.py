@@ -133,7 +133,6 @@ def test_the_tail_stalls_the_job_while_spot_flickers():
     tail = _tail_after(np.array([8, 0]), job)
     assert tail.spot_gpu_hours.sum() > 0
     np.testing.assert_allclose(tail.stalled_hours, tail.spot_gpu_hours / 8.0, rtol=0.02)  # 0.5 but for the week's ends
-    assert np.all(tail.stalled_hours <= tail.hours)
     steady = _tail_after(np.array([8]), job)
     np.testing.assert_allclose(steady.stalled_hours, 0.0)
     np.testing.assert_allclose(steady.spot_gpu_hours, 8.0 * steady.hours)
@@ -155,6 +154,10 @@ def test_stalled_hours_are_hours_the_tail_cannot_work_in():
     t_free, t_stalled = wp.terms(*args, free), wp.terms(*args, stalled)
     np.testing.assert_allclose(t_stalled.tail_hours[:k], np.maximum(hours - 0.5, 0.0))
     np.testing.assert_allclose(t_stalled.value_end, t_free.value_end)  # the blocks end where they ended
+    whole = wp.terms(*args, TailForecast(hours, np.full(k, 2.0), np.full(k, 1.0), np.full(k, 3.0),
+                                         stalled_hours=2.0 * hours))
+    np.testing.assert_allclose(whole.tail_hours[:k], 0.0)  # stalled beyond its length: the block does nothing
+    np.testing.assert_allclose(whole.tail_spot_gpu_hours[:k], 0.0)
     for method in ("milp", "dp"):
         a, b = (wp.solve(*args, tail, method=method, solver="highs", mip_gap=1e-7) for tail in (free, stalled))
         assert b.objective < a.objective - 1.0  # less time: finishing costs value or more on-demand now
