@@ -138,6 +138,22 @@ def test_the_tail_stalls_the_job_while_spot_flickers():
     np.testing.assert_allclose(steady.spot_gpu_hours, 8.0 * steady.hours)
 
 
+def test_spot_below_n_min_runs_beside_on_demand_in_the_tail():
+    """The window problem runs 3 spot GPUs beside 1 on-demand GPU when the job needs 4; the tail must count the
+    same hours, as 4 GPU-hours at their blended price (3 x 1 $ + 1 x 3 $) / 4, not as no spot at all: a tail
+    without them expects to buy the rest of the job on demand and mixes on-demand GPUs in now."""
+    job = Job(work=120.0, deadline_h=40.0, hard_deadline_h=60.0, n_min=4, n_max=4, overhead_h=0.05)
+    tail = _tail_after(np.array([3]), job)
+    np.testing.assert_allclose(tail.spot_gpu_hours, 4.0 * tail.hours)
+    np.testing.assert_allclose(tail.spot_price, 1.5)
+    wide = Job(work=120.0, deadline_h=40.0, hard_deadline_h=60.0, n_min=4, n_max=8, overhead_h=0.05)
+    pure = _tail_after(np.array([6]), wide)  # at or above N_min: its own GPUs at the spot price
+    np.testing.assert_allclose(pure.spot_gpu_hours, 6.0 * pure.hours)
+    np.testing.assert_allclose(pure.spot_price, 1.0)
+    none = _tail_after(np.array([0]), job)
+    np.testing.assert_allclose(none.spot_gpu_hours, 0.0)
+
+
 def test_stalled_hours_are_hours_the_tail_cannot_work_in():
     """The window problem's tail blocks keep their ends (the value by completion time) but lose their stalled
     hours of work; a plan that fit the tail at full speed must then do more in its window or finish later."""
