@@ -140,18 +140,21 @@ def test_the_tail_stalls_the_job_while_spot_flickers():
 
 def test_spot_below_n_min_runs_beside_on_demand_in_the_tail():
     """The window problem runs 3 spot GPUs beside 1 on-demand GPU when the job needs 4; the tail must count the
-    same hours, as 4 GPU-hours at their blended price (3 x 1 $ + 1 x 3 $) / 4, not as no spot at all: a tail
-    without them expects to buy the rest of the job on demand and mixes on-demand GPUs in now."""
+    same hours, as 4 GPU-hours at their blended price (3 x 1 $ + 1 x 3 $) / 4, not as no spot at all (a tail
+    without them expects to buy the rest of the job on demand and mixes on-demand GPUs in now), and as a tier of
+    their own, not pooled with spot at an average price that is too cheap at the margin."""
     job = Job(work=120.0, deadline_h=40.0, hard_deadline_h=60.0, n_min=4, n_max=4, overhead_h=0.05)
     tail = _tail_after(np.array([3]), job)
-    np.testing.assert_allclose(tail.spot_gpu_hours, 4.0 * tail.hours)
-    np.testing.assert_allclose(tail.spot_price, 1.5)
-    wide = Job(work=120.0, deadline_h=40.0, hard_deadline_h=60.0, n_min=4, n_max=8, overhead_h=0.05)
-    pure = _tail_after(np.array([6]), wide)  # at or above N_min: its own GPUs at the spot price
-    np.testing.assert_allclose(pure.spot_gpu_hours, 6.0 * pure.hours)
-    np.testing.assert_allclose(pure.spot_price, 1.0)
+    np.testing.assert_allclose(tail.spot_gpu_hours, 0.0)
+    np.testing.assert_allclose(tail.mixed_gpu_hours, 4.0 * tail.hours)
+    np.testing.assert_allclose(tail.mixed_price, 1.5)
+    wide = Job(work=120.0, deadline_h=40.0, hard_deadline_h=60.0, n_min=4, n_max=8)
+    both = _tail_after(np.array([6, 6, 2, 2]), wide)  # half the hours spot alone, half beside on-demand
+    assert both.spot_gpu_hours.sum() > 0 and both.mixed_gpu_hours.sum() > 0
+    np.testing.assert_allclose(both.spot_price, 1.0)
+    np.testing.assert_allclose(both.mixed_price, (2 * 1.0 + 2 * 3.0) / 4)
     none = _tail_after(np.array([0]), job)
-    np.testing.assert_allclose(none.spot_gpu_hours, 0.0)
+    np.testing.assert_allclose(none.spot_gpu_hours + none.mixed_gpu_hours, 0.0)
 
 
 def test_stalled_hours_are_hours_the_tail_cannot_work_in():

@@ -68,8 +68,11 @@ def test_dp_plans_are_within_the_gap_of_the_milp(seed):
     wp = WindowProblem(job, w, 1.0, blocks=int(rng.integers(0, 5)))
     bounds = wp.tail_for(state)
     k = bounds.size - 1
+    mixed = rng.random() < 0.5  # a second tier (spot beside on-demand), dearer or cheaper than the first
     tail = TailForecast(np.diff(bounds), rng.uniform(0, n_max, k) * np.diff(bounds), rng.uniform(0.3, 2.5, k),
-                        np.full(k, 3.0), stalled_hours=rng.uniform(0, 0.5, k) * np.diff(bounds) * rng.integers(0, 2)) \
+                        np.full(k, 3.0), stalled_hours=rng.uniform(0, 0.5, k) * np.diff(bounds) * rng.integers(0, 2),
+                        mixed_gpu_hours=rng.uniform(0, n_max, k) * np.diff(bounds) if mixed else None,
+                        mixed_price=rng.uniform(0.3, 3.5, k) if mixed else None) \
         if k and rng.random() < 0.8 else None
     urgency = float(rng.choice([0.0, 0.005]))
     common = dict(slots_left=int(np.ceil(job.hard_deadline_h - state.time_h)), urgency=urgency,

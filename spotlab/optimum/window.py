@@ -75,13 +75,19 @@ class TailForecast:
     spot GPU-hours obtainable, spot and on-demand prices in $/GPU-h, and the hours of each block the job is
     expected to stand still in restarts (None: none). Why the stalled hours: a restart stops the whole job,
     on-demand GPUs included, so spot that comes and goes takes time from the block, not only spot GPU-hours;
-    without them a plan counted on finishing the tail at full speed and finished late (see `spotlab.policies.chc`)."""
+    without them a plan counted on finishing the tail at full speed and finished late (see `spotlab.policies.chc`).
+    `mixed_gpu_hours` at `mixed_price` (None: none) are a second, dearer tier: hours when spot runs the job only
+    beside on-demand GPUs (fewer than N_min spot GPUs), at their blended price. Why a tier of its own: pooled with
+    spot at one average price they looked as cheap as spot at the margin, and a plan waited for them instead of
+    mixing on-demand GPUs in while it could."""
 
     hours: np.ndarray
     spot_gpu_hours: np.ndarray
     spot_price: np.ndarray
     od_price: np.ndarray
     stalled_hours: np.ndarray | None = None
+    mixed_gpu_hours: np.ndarray | None = None
+    mixed_price: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -111,6 +117,8 @@ class WindowTerms:
     tail_spot_gpu_hours: np.ndarray  # spot GPU-hours the tail block offers
     tail_spot_price: np.ndarray  # $/GPU-h
     tail_od_price: np.ndarray
+    tail_mixed_gpu_hours: np.ndarray  # GPU-hours of the dearer tier: spot beside on-demand GPUs (see TailForecast)
+    tail_mixed_price: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -222,12 +230,13 @@ def build_window_model(job: Job, w: int, slot_hours: float, pending_h: float = 0
     m.len = pe.Var(m.B)  # fixed per solve (hours of each block)
     m.gs = pe.Var(m.B, domain=pe.NonNegativeReals)  # spot GPU-hours (capacity as an upper bound)
     m.go = pe.Var(m.B, domain=pe.NonNegativeReals)  # on-demand GPU-hours
+    m.gm = pe.Var(m.B, domain=pe.NonNegativeReals)  # mixed GPU-hours (spot beside on-demand; capacity as a bound)
     m.wt = pe.Var(m.B, domain=pe.NonNegativeReals, bounds=(0, job.work))
     m.ft = pe.Var(m.B, domain=pe.Binary)  # finished by the end of block j
     segments = work_segments(job)
     m.G = pe.RangeSet(0, len(segments) - 1)
-    m.t_gpus = pe.Constraint(m.B, rule=lambda m, j: m.gs[j] + m.go[j] <= job.n_max * m.len[j])
-    m.t_work = pe.Constraint(m.B, m.G, rule=lambda m, j, k: m.wt[j] <= segments[k][1] * (m.gs[j] + m.go[j])
+    m.t_gpus = pe.Constraint(m.B, rule=lambda m, j: m.gs[j] + m.gm[j] + m.go[j] <= job.n_max * m.len[j])
+    m.t_work = pe.Constraint(m.B, m.G, rule=lambda m, j, k: m.wt[j] <= segments[k][1] * (m.gs[j] + m.gm[j] + m.go[j])
                              + segments[k][2] * m.len[j])
     peak = sum(width * slope for width, slope, _ in segments)  # H(N_max) unless a table's H falls before
     m.t_rate = pe.Constraint(m.B, rule=lambda m, j: m.wt[j] <= peak * m.len[j])
@@ -237,7 +246,7 @@ def build_window_model(job: Job, w: int, slot_hours: float, pending_h: float = 0
     # Objective with placeholder coefficients; every solve sets the real ones (prices, value by slot).
     m.utility = pe.Objective(
         expr=sum(m.f[t] + m.cum[t] - m.o[t] - m.s[t] for t in m.T)
-        + sum(m.ft[j] - m.gs[j] - m.go[j] for j in m.B) + sum(m.z[k] for k in m.N)
+        + sum(m.ft[j] - m.gs[j] - m.gm[j] - m.go[j] for j in m.B) + sum(m.z[k] for k in m.N)
         + sum(m.rho[t] + sum(m.z_o[t, b] + m.z_s[t, b] for b in m.bits) for t in m.T),
         sense=pe.maximize)
     return m
@@ -296,7 +305,7 @@ class WindowProblem:
         bounds = self.tail_for(state)
         ends_tail = np.full(B, bounds[-1])
         lengths = np.zeros(B)
-        gs_hi, c_gs, c_go = np.zeros(B), np.zeros(B), np.zeros(B)
+        gs_hi, c_gs, c_go, gm_hi, c_gm = np.zeros(B), np.zeros(B), np.zeros(B), np.zeros(B), np.zeros(B)
         n_used = bounds.size - 1
         if B:
             lengths[:n_used] = np.diff(bounds)
@@ -305,9 +314,14 @@ class WindowProblem:
                 lengths[:] = 0.0
             else:
                 stalled = np.zeros(n_used) if tail.stalled_hours is None else tail.stalled_hours
+                if (tail.mixed_gpu_hours is None) != (tail.mixed_price is None):
+                    raise SolverError("window problem: the tail's mixed GPU-hours and mixed price come together")
+                mixed = np.zeros(n_used) if tail.mixed_gpu_hours is None else tail.mixed_gpu_hours
+                mixed_price = np.zeros(n_used) if tail.mixed_price is None else tail.mixed_price
                 for label, arr in (("hours", tail.hours), ("spot GPU-hours", tail.spot_gpu_hours),
                                    ("spot price", tail.spot_price), ("on-demand price", tail.od_price),
-                                   ("stalled hours", stalled)):
+                                   ("stalled hours", stalled), ("mixed GPU-hours", mixed),
+                                   ("mixed price", mixed_price)):
                     arr = np.asarray(arr, dtype=float)
                     if arr.shape != (n_used,) or not np.all(np.isfinite(arr)) or np.any(arr < 0):
                         raise SolverError(f"window problem: the tail's {label} must be {n_used} finite values "
@@ -317,6 +331,8 @@ class WindowProblem:
                 gs_hi[:n_used] = np.minimum(np.asarray(tail.spot_gpu_hours, float), job.n_max * lengths[:n_used])
                 c_gs[:n_used] = tail.spot_price
                 c_go[:n_used] = tail.od_price
+                gm_hi[:n_used] = np.minimum(np.asarray(mixed, float), job.n_max * lengths[:n_used])
+                c_gm[:n_used] = mixed_price
 
         # the safety net's limits in slots 0..T-1 (none where nothing can run)
         starts = state.time_h + np.arange(T) * dt
@@ -345,7 +361,8 @@ class WindowProblem:
             constant_od=bool(np.all(od == od[0])), lim=lim, value_end=job.value_at(ends),
             value_unused=np.where(linear, job.value * dt / max(hd - d, 1e-12), 0.0),
             unfinished=-job.miss_penalty - (self.finish_penalty(od) if must_finish else 0.0),
-            tail_hours=lengths, tail_spot_gpu_hours=gs_hi, tail_spot_price=c_gs, tail_od_price=c_go)
+            tail_hours=lengths, tail_spot_gpu_hours=gs_hi, tail_spot_price=c_gs, tail_od_price=c_go,
+            tail_mixed_gpu_hours=gm_hi, tail_mixed_price=c_gm)
 
     def solve(self, state: WindowState, avail, spot_price, od_price, tail: TailForecast | None = None,
               slots_left: int | None = None, solver: str = "highs", time_limit: float = 10.0,
@@ -422,6 +439,7 @@ class WindowProblem:
             col_lo[tuple(ix["len"])] = terms.tail_hours
             col_hi[tuple(ix["len"])] = terms.tail_hours
             col_hi[tuple(ix["gs"])] = terms.tail_spot_gpu_hours
+            col_hi[tuple(ix["gm"])] = terms.tail_mixed_gpu_hours
         col_lo[tuple(ix["lim"])] = terms.lim
         col_hi[tuple(ix["lim"])] = terms.lim
         # value if finished by the end of slot t / block j, as coefficients of the monotone indicators
@@ -433,6 +451,7 @@ class WindowProblem:
             cost[tuple(ix["ft"])] = c_ind[T:]
             cost[tuple(ix["gs"])] = -terms.tail_spot_price
             cost[tuple(ix["go"])] = -terms.tail_od_price
+            cost[tuple(ix["gm"])] = -terms.tail_mixed_price
         cost[tuple(ix["z"])] = np.zeros(T)
         nb = int(ix["z_o"].size // T)
         weights = (2.0 ** np.arange(nb))[None, :]

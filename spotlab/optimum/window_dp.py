@@ -104,13 +104,20 @@ class TailValue:
         for j in np.flatnonzero(terms.tail_hours > 0):
             hours = float(terms.tail_hours[j])
             c_s, c_o = float(terms.tail_spot_price[j]), float(terms.tail_od_price[j])
-            # spot dearer than on-demand is never bought (on-demand is not scarce)
-            spot = min(float(terms.tail_spot_gpu_hours[j]), job.n_max * hours) if c_s <= c_o else 0.0
+            c_m = float(terms.tail_mixed_price[j])
+            # spot dearer than on-demand is never bought (on-demand is not scarce); the cheaper tier goes first
+            tiers = sorted(((c_s, float(terms.tail_spot_gpu_hours[j])), (c_m, float(terms.tail_mixed_gpu_hours[j]))))
+            cheap = [(c, min(h, job.n_max * hours)) for c, h in tiers if c <= c_o and h > 0]
             g, room = 0.0, peak * hours  # GPU-hours placed so far, work the block still allows
             for width, slope, _ in segments:
                 gpu_hours = width * hours
-                on_spot = max(0.0, min(g + gpu_hours, spot) - g)
-                for piece, price in ((on_spot, c_s), (gpu_hours - on_spot, c_o)):
+                pieces, top = [], 0.0  # the segment's GPU-hours [g, g + gpu_hours) split over the tiers
+                for c, h in cheap:
+                    take = max(0.0, min(g + gpu_hours, top + h) - max(g, top))
+                    pieces.append((take, c))
+                    top += h
+                pieces.append((gpu_hours - sum(a for a, _ in pieces), c_o))
+                for piece, price in pieces:
                     work = min(piece * slope, room)
                     if work > 0:
                         prices.append(price / slope)

@@ -58,14 +58,13 @@ comes in spells of about two hours (`tests/test_chc_quality.py`), every one of e
 gained; on twelve random jobs there (1-8 GPUs, beta of either sign, 0.1/0.25-h restarts, any value) nine did
 not move, two gained 0.5% and 2.5% of the job's all-on-demand cost and one lost 0.35%.
 
-Why the tail counts spot below N_min [ours]: a job that needs N_min GPUs runs on a GPUs of spot beside N_min - a
-on-demand ones (the window problem mixes them), so such an hour offers N_min GPU-hours at their blended price. A
-tail that counted no spot below N_min expected to buy much of the job on demand and mixed on-demand GPUs in at
-once, where the market later had spot for the whole job. On GCP H100 us-west1-a with perfect window forecasts
-(w = 12), 20 jobs a zone: a cost-only job of 157 GPU-hours on exactly 4 GPUs with 80 h to finish cost 906.8 $
-instead of 942.7 (optimum 853.1); on 4 GPUs, 102 GPU-hours, 54 h: 722.2 instead of 739.6 (696.0); a job of 266
-GPU-hours on 6-8 GPUs: -972.7 $/job instead of -1058.6 (-874.9), and 253.1 instead of 242.3 (309.0) on us-east4-b.
-The 200-GPU-hour job above (N_min = 2) moved by -1.0 to +10.7 $/job on the nine zones.
+Why the tail counts spot below N_min [ours]: a job that needs N_min GPUs runs on a < N_min spot GPUs beside
+N_min - a on-demand ones (the window problem mixes them), so such an hour offers N_min GPU-hours at their blended
+price. A tail that counted no spot there expected to buy much of the job on demand and mixed on-demand GPUs in at
+once, where the market later had spot for the whole job. They are a tier of their own (`TailForecast.mixed_gpu_hours`),
+dearer than spot: pooled with spot at one average price they looked as cheap as spot at the margin, and a plan
+idled through hours it could have mixed in (on synthetic markets of spot at 2..8 GPUs, a cost-only job on exactly
+8 GPUs: 612 $/job against the optimum's 514; 543 as a tier of its own, 572 without counting them).
 
 Why `urgency = 0.1` [ours]: the tail's spot capacity is what the past leads one to expect, not a forecast, and
 spot expected later is worth less than spot in hand. With a mere tie-break (0.005) and a 1% gap, a plan could
@@ -335,15 +334,52 @@ class CHC(OnlinePolicy):
         p = self._history(i, t, "price")[-train:]
         ok = np.isfinite(a)
         a, p = np.where(ok, a, 0.0), np.where(np.isfinite(p), p, np.nan)
-        # spot below N_min still runs the job beside on-demand GPUs (the window problem mixes them too): such an
-        # hour offers N_min GPU-hours at the blended price of its spot and on-demand GPUs
-        pure = a >= job.n_min
-        usable = np.where(pure, np.minimum(a, job.n_max), np.where(a > 0, float(job.n_min), 0.0))
-        spent = np.where(pure, usable * p, np.where(a > 0, a * p + (job.n_min - a) * od, 0.0))
-        day = int(round(24.0 / dt))
+        # spot below N_min still runs the job beside N_min - a on-demand GPUs (the window problem mixes them too):
+        # such an hour offers N_min GPU-hours at their blended price, a dearer tier of its own
+        pure = np.where(a >= job.n_min, np.minimum(a, job.n_max), 0.0)
+        mixed = np.where((a > 0) & (a < job.n_min), float(job.n_min), 0.0)
         first = int(math.floor(bounds[0] / dt + 1e-9))
         last = int(math.ceil(bounds[-1] / dt - 1e-9))
         k = np.arange(first, last) - t  # slots ahead of now (>= w)
+        seen = float(np.nan_to_num(np.asarray(window_avail, dtype=float)[-1], nan=0.0))
+        cap_pure = self._profile(pure, k, min(seen, float(job.n_max)) if seen >= job.n_min else 0.0)
+        cap_mixed = self._profile(mixed, k, float(job.n_min) if 0 < seen < job.n_min else 0.0)
+        ok_p = np.isfinite(p)
+        good = (pure > 0) & ok_p
+        spot_price = float(np.mean(p[good])) if good.any() else od
+        blend = (mixed > 0) & ok_p
+        mixed_price = float(np.mean((a[blend] * p[blend] + (job.n_min - a[blend]) * od) / job.n_min)) \
+            if blend.any() else od
+        # a spot hour in the tail pays for the restarts its spells need: only the share `useful` does work
+        # (counted on the spot GPUs held: a mixed hour whose spot count changes restarts too)
+        useful = restart_share(np.where(pure + mixed > 0, np.minimum(a, job.n_max), 0.0), dt, job.overhead_h)
+        # integral of the per-slot capacity (GPUs) over each block, in GPU-hours
+        edges = np.arange(first, last + 1) * dt
+
+        def per_block(cap: np.ndarray) -> np.ndarray:
+            cum = np.concatenate([[0.0], np.cumsum(cap * dt)])
+            return np.maximum(np.diff(np.interp(bounds, edges, cum)), 0.0)
+
+        raw, raw_mixed = per_block(cap_pure), per_block(cap_mixed)
+        # ... and a restart stalls the whole job: the share 1 - useful of the hours spot is there (its GPU-hours
+        # over its mean level while there) is time the job cannot work in, on-demand GPUs included
+        on = pure > 0
+        level = float(pure[on].mean()) if on.any() else float(job.n_max)
+        stalled = (1.0 - useful) * (raw / level + raw_mixed / float(job.n_min))  # capped at a block's length later
+        n = bounds.size - 1
+
+        def price(c: float) -> np.ndarray:
+            return np.full(n, c / useful if useful > 0 else od)
+
+        return TailForecast(hours=np.diff(bounds), spot_gpu_hours=raw * useful, spot_price=price(spot_price),
+                            od_price=np.full(n, od), stalled_hours=stalled,
+                            mixed_gpu_hours=raw_mixed * useful, mixed_price=price(mixed_price))
+
+    def _profile(self, usable: np.ndarray, k: np.ndarray, level: float) -> np.ndarray:
+        """Expected GPUs of `usable` k slots ahead: its time-of-day mean when two days or more are known, else
+        its mean, moved towards `level` (the window's last slot) as far as the past says a level persists."""
+        dt = self.dt_
+        day = int(round(24.0 / dt))
         if day >= 2 and usable.size >= 2 * day and abs(day * dt - 24.0) < 1e-6:
             phase = (usable.size - 1 + k) % day
             idx = np.arange(usable.size) % day
@@ -352,28 +388,8 @@ class CHC(OnlinePolicy):
             cap = (sums / np.maximum(counts, 1))[phase]
         else:
             cap = np.full(k.size, float(usable.mean()))
-        # the window's last slot is the latest the plan knows of the market: how far its level carries
-        seen = float(np.nan_to_num(np.asarray(window_avail, dtype=float)[-1], nan=0.0))
-        level = min(seen, float(job.n_max)) if seen >= job.n_min else (float(job.n_min) if seen > 0 else 0.0)
         beta, mean = persistence(usable, k - (int(self.w) - 1))
-        cap = np.clip(cap + beta * (level - mean), 0.0, float(job.n_max))
-        good = (usable > 0) & np.isfinite(p)
-        spot_price = float(spent[good].sum() / usable[good].sum()) if good.any() else od
-        # a spot hour in the tail pays for the restarts its spells need: only the share `useful` does work
-        useful = restart_share(usable, dt, job.overhead_h)
-        # integral of the per-slot capacity (GPUs) over each block, in GPU-hours
-        edges = np.arange(first, last + 1) * dt
-        cum = np.concatenate([[0.0], np.cumsum(cap * dt)])
-        raw = np.maximum(np.diff(np.interp(bounds, edges, cum)), 0.0)
-        # ... and a restart stalls the whole job: the share 1 - useful of the hours spot is there (its GPU-hours
-        # over its mean level while there) is time the job cannot work in, on-demand GPUs included
-        on = usable > 0
-        level = float(usable[on].mean()) if on.any() else float(job.n_max)
-        stalled = (1.0 - useful) * raw / level  # the window problem caps it at the block's length
-        n = bounds.size - 1
-        return TailForecast(hours=np.diff(bounds), spot_gpu_hours=raw * useful,
-                            spot_price=np.full(n, spot_price / useful if useful > 0 else od),
-                            od_price=np.full(n, od), stalled_hours=stalled)
+        return np.clip(cap + beta * (level - mean), 0.0, float(self.job.n_max))
 
     def act(self, obs: Observation):
         t, v = obs.t, int(self.v)
