@@ -184,3 +184,6 @@ def test_stalled_hours_are_hours_the_tail_cannot_work_in():
     with pytest.raises(SolverError, match="stalled hours"):
         wp.terms(*args, TailForecast(hours, np.zeros(k), np.full(k, 1.0), np.full(k, 3.0),
                                      stalled_hours=np.full(k + 1, 0.5)))
+    with pytest.raises(SolverError, match="mixed GPU-hours and mixed price come together"):
+        wp.terms(*args, TailForecast(hours, np.zeros(k), np.full(k, 1.0), np.full(k, 3.0),
+                                     mixed_gpu_hours=np.ones(k)))

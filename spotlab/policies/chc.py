@@ -64,7 +64,11 @@ price. A tail that counted no spot there expected to buy much of the job on dema
 once, where the market later had spot for the whole job. They are a tier of their own (`TailForecast.mixed_gpu_hours`),
 dearer than spot: pooled with spot at one average price they looked as cheap as spot at the margin, and a plan
 idled through hours it could have mixed in (on synthetic markets of spot at 2..8 GPUs, a cost-only job on exactly
-8 GPUs: 612 $/job against the optimum's 514; 543 as a tier of its own, 572 without counting them).
+8 GPUs: 612 $/job against the optimum's 514; 543 as a tier of its own, 572 without counting them). On GCP H100
+with perfect window forecasts (w = 12, 20 jobs a zone), as a tier: a cost-only job of 157 GPU-hours on exactly 4
+GPUs with 80 h to finish, us-west1-a, cost 923.9 $/job instead of 942.7 (optimum 853.1); 102 GPU-hours on 4 GPUs,
+54 h: 729.9 instead of 739.6 (696.0); 266 GPU-hours on 6-8 GPUs (beta 0.51, value 1,201 $): -1032.4 $/job instead
+of -1058.6 (-874.9), and on us-east4-b 266.2 instead of 242.3 (309.0). Jobs with N_min = 1 have no such hours.
 
 Why `urgency = 0.1` [ours]: the tail's spot capacity is what the past leads one to expect, not a forecast, and
 spot expected later is worth less than spot in hand. With a mere tie-break (0.005) and a 1% gap, a plan could
@@ -317,11 +321,11 @@ class CHC(OnlinePolicy):
     def _tail(self, i: int, t: int, bounds: np.ndarray, od: float,
               window_avail: np.ndarray) -> TailForecast | None:
         """Expected spot GPU-hours and prices in each tail block, from the last `train_hours` observed (the
-        history before the job included) and the window's own availability: the usable spot GPUs (min(a,
-        N_max); N_min while 0 < a < N_min, run beside N_min - a on-demand GPUs) by time of day when two days or
-        more are known, else their mean, moved towards the usable GPUs of the window's last slot as far as the
-        past says a level persists that many slots ahead (`persistence`); the spot price is what the usable
-        GPU-hours cost on average, on-demand GPUs of the mixed hours included. Only the share of a spot hour left after
+        history before the job included) and the window's own availability, in two tiers: spot GPUs usable alone
+        (min(a, N_max) where a >= N_min) at the mean spot price there, and hours of 0 < a < N_min spot GPUs, run
+        beside N_min - a on-demand ones, as N_min GPU-hours at their mean blended price (`_profile` for each:
+        by time of day, moved towards the window's last slot as far as the past says a level persists). Only the
+        share of a spot hour left after
         the restarts that following spot took in the past (`restart_share`) counts as work, at the price of
         the whole hour, and the rest of those hours stalls the job (`stalled_hours`). Certainty-equivalent on
         purpose: the plan is re-solved every slot, so what the tail promises and the market does not deliver is
@@ -343,7 +347,8 @@ class CHC(OnlinePolicy):
         k = np.arange(first, last) - t  # slots ahead of now (>= w)
         seen = float(np.nan_to_num(np.asarray(window_avail, dtype=float)[-1], nan=0.0))
         cap_pure = self._profile(pure, k, min(seen, float(job.n_max)) if seen >= job.n_min else 0.0)
-        cap_mixed = self._profile(mixed, k, float(job.n_min) if 0 < seen < job.n_min else 0.0)
+        cap_mixed = self._profile(mixed, k, float(job.n_min) if 0 < seen < job.n_min else 0.0) \
+            if mixed.any() or 0 < seen < job.n_min else np.zeros(k.size)  # N_min = 1: never any
         ok_p = np.isfinite(p)
         good = (pure > 0) & ok_p
         spot_price = float(np.mean(p[good])) if good.any() else od
