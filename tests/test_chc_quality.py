@@ -247,7 +247,13 @@ def test_short_window_in_regimes_stays_near_the_optimum_on_random_jobs(seed):
     job = random_job(rng, max_deadline=36, n_max_hi=8, overheads=(0.0, 0.1, 0.25))
     if not feasible(job):
         return
-    mk = regime_market(seed, n=job.n_max, spot=1.0, od=OD)
+    assert_short_window_near_the_optimum(job, regime_market(seed, n=job.n_max, spot=1.0, od=OD))
+
+
+def assert_short_window_near_the_optimum(job: Job, mk: Market) -> None:
+    """CHC (w = 12, perfect window forecasts) on a job every 12 h after a week of `mk`: within 10% of the
+    optimum plus 1% of the job's all-on-demand cost (for optima near 0), and not below uniform progress by more
+    than that 1%."""
     H = horizon_slots(job, 1.0)
     starts = np.arange(168, len(mk) - H + 1, 12)
     ep = Episodes.from_windows(mk, starts, starts + H, history=168)
@@ -255,7 +261,7 @@ def test_short_window_in_regimes_stays_near_the_optimum_on_random_jobs(seed):
     chc = simulate(make_policy("chc", {"w": 12, "predictor": "oracle"}), ep, job)
     up = simulate(make_policy("uniform_progress"), ep, job).utility.mean()
     got = float(chc.utility.mean())
-    scale = job.work / float(job.max_rate) * job.n_max * OD
+    scale = job.work / float(job.max_rate) * job.n_max * float(np.max(mk.od_price))
     assert chc.policy_report["fallback_rate"] == 0.0
     assert got >= best - 0.1 * abs(best) - 0.01 * scale, (job, best, got, up)
     assert got >= up - 0.01 * scale, (job, best, got, up)
@@ -308,15 +314,5 @@ def test_short_window_on_partial_spot_stays_near_the_optimum(seed):
     job = Job(work=work, deadline_h=d, hard_deadline_h=d + float(rng.integers(0, 30)),
               n_min=int(rng.integers(n_max // 2 + 1, n_max + 1)), n_max=n_max, throughput=tp, value=value,
               miss_penalty=0.3 * value, overhead_h=float(rng.choice([0.05, 0.1, 0.25])))
-    mk = regime_market(seed, hours=24 * 12, n=n_max, mean_hours=float(rng.uniform(6, 30)), spot=1.0, od=OD,
-                       flicker=True)
-    H = horizon_slots(job, 1.0)
-    starts = np.arange(168, len(mk) - H + 1, 12)
-    ep = Episodes.from_windows(mk, starts, starts + H, history=168)
-    best = simulate(make_policy("optimal", {"n_jobs": 1}), ep, job).utility.mean()
-    chc = simulate(make_policy("chc", {"w": 12, "predictor": "oracle"}), ep, job)
-    up = simulate(make_policy("uniform_progress"), ep, job).utility.mean()
-    got = float(chc.utility.mean())
-    assert chc.policy_report["fallback_rate"] == 0.0
-    assert got >= best - 0.1 * abs(best) - 0.01 * scale, (job, best, got, up)
-    assert got >= up - 0.01 * scale, (job, best, got, up)
+    assert_short_window_near_the_optimum(job, regime_market(seed, hours=24 * 12, n=n_max, spot=1.0, od=OD,
+                                                           mean_hours=float(rng.uniform(6, 30)), flicker=True))
