@@ -153,6 +153,16 @@ def test_same_seed_same_weights_and_resume(tmp_path):
     assert not all(np.array_equal(a[k].numpy(), v.numpy()) for k, v in _weights(tmp_path / "a").items())
 
 
+def test_training_leaves_no_folders_in_the_temp_directory(tmp_path, monkeypatch):
+    import tempfile
+
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    _tiny(tmp_path, "a", seed=1)
+    assert list(scratch.iterdir()) == []
+
+
 def test_the_agent_as_a_scheduler_decides_as_in_its_environment(tmp_path):
     from spotlab.cluster.schedulers.rl_agent import RLAgent
     from spotlab.rl.agent import load_agent

@@ -180,6 +180,10 @@ def train(settings: TrainSettings, out: str | Path, *, timesteps: int | None = N
             from .imitation import imitate
 
             imitate(model, env, settings.imitation, epochs=settings.imitation_epochs, seed=settings.seed)
+    # a logger without outputs: left to itself, every learn() call makes an empty SB3-<time> folder in /tmp
+    from stable_baselines3.common.logger import Logger
+
+    model.set_logger(Logger(folder=None, output_formats=[]))
     rows: list[dict[str, Any]] = []
     episodes0 = int(record.get("episodes", 0))
 
