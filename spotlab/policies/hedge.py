@@ -391,7 +391,8 @@ def _mixability_gap(p: np.ndarray, loss: np.ndarray, eta: float, before: np.ndar
 
 
 def adahedge(U, lo: float, hi: float, seed: int = 0, names: Sequence[str] | None = None,
-             known_from: Sequence[int] | None = None, prefer: int | None = None) -> SelectionRun:
+             known_from: Sequence[int] | None = None, prefer: int | None = None,
+             evidence: float | None = None) -> SelectionRun:
     """Hedge with the AdaHedge learning rate (de Rooij et al. 2014): ``η_t = ln K / Δ_{t-1}``, where Δ is
     the cumulative mixability gap (expected loss minus mix loss) of the rounds so far.
 
@@ -408,8 +409,11 @@ def adahedge(U, lo: float, hi: float, seed: int = 0, names: Sequence[str] | None
     since the mixability gap is measured on the weights actually played: a round played on the leader (or on
     `prefer`) adds the difference between its loss and the increase of the least cumulative loss, so rounds
     where the leader is overtaken (or where `prefer` was not the best) end the following of the leader.
+
+    `evidence` (a confidence level, with `prefer`): `prefer` is played until the outcomes known show, at that
+    level, that some member does better than it (`_evidence_against`); only then do the weights decide.
     """
-    return _adaptive("adahedge", U, lo, hi, seed, names, known_from, prefer, flipflop=False)
+    return _adaptive("adahedge", U, lo, hi, seed, names, known_from, prefer, flipflop=False, evidence=evidence)
 
 
 # FlipFlop's constants (de Rooij et al. 2014, §3): its regret is then at most 5.64 times FTL's plus 3.73,
@@ -419,7 +423,8 @@ FLIPFLOP_ALPHA = 1.243
 
 
 def flipflop(U, lo: float, hi: float, seed: int = 0, names: Sequence[str] | None = None,
-             known_from: Sequence[int] | None = None, prefer: int | None = None) -> SelectionRun:
+             known_from: Sequence[int] | None = None, prefer: int | None = None,
+             evidence: float | None = None) -> SelectionRun:
     """FlipFlop (de Rooij et al. 2014): follow the leader while that costs little, AdaHedge once it costs more.
 
     Why: AdaHedge's rate collapses after a few costly rounds (a blind start on the preferred member, one
@@ -428,21 +433,55 @@ def flipflop(U, lo: float, hi: float, seed: int = 0, names: Sequence[str] | None
     FlipFlop alternates between the two regimes: it keeps the mixability gaps each regime has accumulated,
     Δ_ftl and Δ_ah (AdaHedge's rate is ln K / Δ_ah, from its own rounds only), and leaves follow-the-leader
     when Δ_ftl > (φ/α) Δ_ah and AdaHedge when Δ_ah > α Δ_ftl. Its regret is within a constant factor of the
-    better of the two. `known_from` and `prefer` as in `adahedge` (a round's gap counts for the regime it was
-    played in, when its outcome is known)."""
-    return _adaptive("flipflop", U, lo, hi, seed, names, known_from, prefer, flipflop=True)
+    better of the two. `known_from`, `prefer` and `evidence` as in `adahedge` (a round's gap counts for the
+    regime it was played in, when its outcome is known)."""
+    return _adaptive("flipflop", U, lo, hi, seed, names, known_from, prefer, flipflop=True, evidence=evidence)
 
 
-def _adaptive(name: str, U, lo: float, hi: float, seed: int, names, known_from, prefer, flipflop: bool
-              ) -> SelectionRun:
+def _proven_members(loss_known: np.ndarray, anchor: int, critical: np.ndarray) -> np.ndarray:
+    """The members the rounds known (rows of `loss_known`) show to do better than `anchor`, and the anchor: a
+    one-sided paired t-test of the anchor's loss minus the member's, per member, against `critical[n]` (the
+    Student-t quantile for n rounds). Paired, because every member runs on the same market windows; an
+    advantage seen on every round alike (no spread) counts once two rounds show it."""
+    n, k = loss_known.shape
+    out = np.zeros(k, dtype=bool)
+    out[anchor] = True
+    if n < 2:
+        return out
+    d = loss_known[:, [anchor]] - loss_known  # > 0 where a member lost less than the anchor
+    mean = d.mean(axis=0)
+    sd = d.std(axis=0, ddof=1)
+    flat = sd <= 1e-12
+    return out | np.where(flat, mean > 1e-12, mean > critical[n] * sd / math.sqrt(n))
+
+
+def _critical_values(level: float, rounds: int) -> np.ndarray:
+    """One-sided Student-t quantiles at `level` for n = 0..rounds known rounds (n - 1 degrees of freedom)."""
+    from scipy.stats import t as student
+
+    out = np.full(rounds + 1, np.inf)
+    if rounds >= 2:
+        out[2:] = student.ppf(level, np.arange(1, rounds))
+    return out
+
+
+def _adaptive(name: str, U, lo: float, hi: float, seed: int, names, known_from, prefer, flipflop: bool,
+              evidence: float | None = None) -> SelectionRun:
     """AdaHedge, or FlipFlop's alternation of follow-the-leader and AdaHedge regimes."""
     lo, hi, arr, seed, names_t = _prepare(U, lo, hi, seed, names)
     rounds, k = arr.shape
     loss = losses_from_utilities(arr, lo, hi)
     ln_k = math.log(k)
     arrivals = _arrivals(_check_known_from(known_from, rounds))
+    if evidence is not None and not (0.0 < float(evidence) < 1.0):
+        raise PolicyError(f"evidence must be a confidence level in (0, 1), got {evidence!r}")
+    gate = prefer is not None and evidence is not None
+    critical = _critical_values(float(evidence), rounds) if gate else None
+    known_rows: list[int] = []
     cum = np.zeros(k)
-    gaps = {"ftl": 0.0, "ah": 0.0}  # the mixability gaps of the rounds played in each regime
+    # the mixability gaps of the rounds played in each regime; rounds the evidence gate held on `prefer` have
+    # their own, so that the rate is learnt from the rounds the algorithm decided
+    gaps = {"ftl": 0.0, "ah": 0.0, "gate": 0.0}
     regime = "ftl" if flipflop else "ah"
     played = []  # the regime of each round
     p = np.empty((rounds, k))
@@ -452,6 +491,7 @@ def _adaptive(name: str, U, lo: float, hi: float, seed: int, names, known_from, 
         for i in arrivals.get(t, ()):  # outcomes that became known before round t
             gaps[played[i]] += _mixability_gap(p[i], loss[i], etas[i], seen[i])
             cum += loss[i]
+            known_rows.append(i)
         if flipflop:
             if regime == "ftl" and gaps["ftl"] > FLIPFLOP_PHI / FLIPFLOP_ALPHA * gaps["ah"]:
                 regime = "ah"
@@ -459,17 +499,20 @@ def _adaptive(name: str, U, lo: float, hi: float, seed: int, names, known_from, 
                 regime = "ftl"
         seen[t] = cum
         eta = math.inf if regime == "ftl" or gaps["ah"] <= 0 else ln_k / gaps["ah"]
+        allowed = _proven_members(loss[known_rows], prefer, critical) if gate else np.ones(k, dtype=bool)
         if math.isinf(eta):
-            lead = (cum <= cum.min() + 1e-12).astype(float)
+            best = cum[allowed].min()
+            lead = (allowed & (cum <= best + 1e-12)).astype(float)
             if prefer is not None and lead[prefer]:
                 lead = np.zeros(k)
                 lead[prefer] = 1.0
             pt = lead / lead.sum()
         else:
-            z = np.exp(-eta * (cum - cum.min()))
+            z = np.zeros(k)
+            z[allowed] = np.exp(-eta * (cum[allowed] - cum[allowed].min()))
             pt = z / z.sum()
         p[t], etas[t] = pt, eta
-        played.append(regime)
+        played.append("gate" if gate and allowed.sum() == 1 else regime)
     rng = np.random.default_rng(seed)
     chosen = _draw(p, rng.random(rounds))
     return _result(name, arr, p, chosen, etas, seed, lo, hi, names_t, 0.0)
