@@ -413,9 +413,14 @@ def regret(out_dir: str | Path) -> Claim:
             return ours, CANNOT, (f"Only {T} rounds (< {ROUNDS_MIN}; quick mode runs a dozen): too few to read a "
                                   f"growth rate off a log-log slope{start}.")
         verdict = HOLDS if ok else DEVIATES
-        detail = (f"A3's selector ({lead}) has a log-log slope of {slope(a3)}{start} over {T} rounds (threshold "
-                  f"{SLOPE_MAX}); a slope well below 0.5 means it locked onto the best member and its regret stopped "
-                  "growing.")
+        if math.isfinite(x):
+            detail = (f"A3's selector ({lead}) has a log-log slope of {slope(a3)}{start} over {T} rounds (threshold "
+                      f"{SLOPE_MAX}); a slope well below 0.5 means it locked onto the best member and its regret "
+                      "stopped growing.")
+        else:
+            detail = (f"A3's selector ({lead}) has a regret of {float(a3['regret']):.1f} $ over {T} rounds: it was "
+                      "hardly ever behind the best member, so there is no growth to fit a slope to (threshold "
+                      f"{SLOPE_MAX}).")
         for r in full[full["algorithm"] != lead].itertuples():
             detail += f" {r.algorithm}: slope {slope(r)}"
             if "bound_hedge" in full.columns and math.isfinite(float(r.bound_hedge)):

@@ -50,9 +50,10 @@ def _crosscheck(path, opt_rel=-0.013, greedy_rel=0.0001, runs=300, comparable=Tr
     pd.DataFrame(rows).to_csv(path / "01b_crosscheck.csv", index=False)
 
 
-def _selection(path, rounds=270, slope=0.31):
-    summary = [{"algorithm": a, "rounds": rounds, "regret": 50.0, "regret_slope": s, "slope_start": 10,
-                "bound_hedge": 5000.0} for a, s in (("adahedge", slope), ("hedge", 0.74), ("exp3", 0.8))]
+def _selection(path, rounds=270, slope=0.31, regret=50.0):
+    summary = [{"algorithm": a, "rounds": rounds, "regret": r, "regret_slope": s, "slope_start": 10,
+                "bound_hedge": 5000.0} for a, s, r in (("adahedge", slope, regret), ("hedge", 0.74, 50.0),
+                                                       ("exp3", 0.8, 50.0))]
     (path / "06_selection_summary.json").write_text(json.dumps({"params": {}, "summary": summary}))
 
 
@@ -132,6 +133,9 @@ def test_regret_needs_rounds(tmp_path):
     _selection(tmp_path, rounds=12)
     c = claims.regret(tmp_path)
     assert c.verdict == "cannot compare" and "12 rounds" in c.detail
+    _selection(tmp_path, slope=float("nan"), regret=0.0)  # never behind the best member: nothing to fit
+    c = claims.regret(tmp_path)
+    assert c.verdict == "holds" and "regret of 0.0 $ over 270 rounds" in c.detail and "slope of n/a" not in c.detail
 
 
 def test_main_comparison_reports_headroom(tmp_path):
