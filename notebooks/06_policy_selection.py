@@ -158,9 +158,12 @@ for algo in algorithms:
     g = frame[frame["algorithm"] == algo].sort_values("round")
     s = summary.set_index("algorithm").loc[algo]
     pos = g["regret"] > 0
-    slope = f"{s['regret_slope']:.2f}" if np.isfinite(s["regret_slope"]) else "n/a"
+    if np.isfinite(s["regret_slope"]):
+        label = f"{algo}: slope {s['regret_slope']:.2f} (fit from round {int(s['slope_start'])})"
+    else:  # never (or hardly ever) behind the best member: nothing to draw on log axes
+        label = f"{algo}: regret {s['regret']:.1f} USD, no slope to fit"
     ax.plot(g.loc[pos, "round"], g.loc[pos, "regret"], marker="o" if len(g) < 40 else None, ms=3,
-            color=pal[algo], label=f"{algo}: slope {slope} (fit from round {int(s['slope_start'])})")
+            color=pal[algo], label=label)
 T = hf["round"].to_numpy(dtype=float)
 last = hf["regret"].iloc[-1]
 if last > 0:
