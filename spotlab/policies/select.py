@@ -48,8 +48,8 @@ trace or after its first week; `evidence=None` -> 0.95, mean utility above the b
 greedy): 16 runs of 8 random jobs on us-west1-a and us-east4-b +126.5 -> +165.6 $/job, runs below that better
 baseline 7 -> 4 (three cost-only jobs where greedy, 1 to 15 $/job ahead, misses the soft deadline in 35-75%
 of its jobs, and one where greedy is 0.1 $/job ahead); the held-out job above (96 GPU-h, 1-8 GPUs, value
-400 $) on the nine zones (18 runs) +26.2 -> +27.7, 1 -> 1 run below (us-central1-a from the start, -0.5); the same job with beta = +0.2 on six zones (12 runs) +14.0 -> +28.0,
-5 -> 4 below (the worst, us-central1-c from the start: 3.3 -> -12.0 against greedy's 18.9, where the CHC
+400 $) on the nine zones (18 runs) +26.2 -> +27.7, 1 -> 1 run below (us-central1-a from the start, -0.5);
+the same job with beta = +0.2 on six zones (12 runs) +14.0 -> +28.0, 5 -> 4 below (the worst, us-central1-c from the start: 3.3 -> -12.0 against greedy's 18.9, where the CHC
 member, 23.0, is the best and greedy led just before its worst rounds).
 
 Implementation: at `reset` every member is simulated on every episode (the replay); the selection
