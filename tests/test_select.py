@@ -228,3 +228,21 @@ def test_a3_is_at_least_the_better_published_rule_on_short_runs(run):
     a3 = simulate(make_policy("select", {}), episodes, job).utility.mean()
     best = max(simulate(make_policy(n, {}), episodes, job).utility.mean() for n in ("uniform_progress", "greedy"))
     assert a3 >= best - 0.05 * job.value
+
+
+def test_select_leaves_its_preferred_member_only_on_evidence_by_default(setup):
+    """The found case of `test_selection` through `Select.choose` with the default pool: the default `evidence`
+    keeps the CHC member where `evidence=none` follows greedy's one-round lead."""
+    market, job, _ = setup
+    ep = job_episodes(market, job, stride_hours=2, history_hours=24, max_jobs=5)
+    rows = np.array([[920.9, 961.7], [963.6, 963.6], [965.5, 965.5], [591.0, -555.9], [281.5, -848.7]])
+    rows *= job.value / 1000.0  # into this job's utility range
+    U = np.zeros((5, 4))
+    U[:, [0, 3]] = rows  # CHC member, greedy
+    U[:, [1, 2]] = rows[:, :1] - 50.0  # A2 and uniform progress a little behind CHC
+    settled = np.ones((5, 4), dtype=np.int64)  # every job ends in its first slot: known by the next round
+    args = (None, ep, job, 10, 0, settled)
+    default = make_policy("select", {}).unwrapped.choose(U, *args)
+    plain = make_policy("select", {"evidence": None}).unwrapped.choose(U, *args)
+    assert np.all(default.chosen == 0)
+    assert np.any(plain.chosen == 3)

@@ -325,9 +325,9 @@ class CHC(OnlinePolicy):
         (min(a, N_max) where a >= N_min) at the mean spot price there, and hours of 0 < a < N_min spot GPUs, run
         beside N_min - a on-demand ones, as N_min GPU-hours at their mean blended price (`_profile` for each:
         by time of day, moved towards the window's last slot as far as the past says a level persists). Only the
-        share of a spot hour left after
-        the restarts that following spot took in the past (`restart_share`) counts as work, at the price of
-        the whole hour, and the rest of those hours stalls the job (`stalled_hours`). Certainty-equivalent on
+        share of a spot hour left after the restarts that following spot took in the past (`restart_share`)
+        counts as work, at the price of the whole hour, and the rest of those hours stalls the job
+        (`stalled_hours`). Certainty-equivalent on
         purpose: the plan is re-solved every slot, so what the tail promises and the market does not deliver is
         re-planned, on-demand included, before the deadline."""
         if bounds.size < 2:

@@ -411,7 +411,7 @@ def adahedge(U, lo: float, hi: float, seed: int = 0, names: Sequence[str] | None
     where the leader is overtaken (or where `prefer` was not the best) end the following of the leader.
 
     `evidence` (a confidence level, with `prefer`): `prefer` is played until the outcomes known show, at that
-    level, that some member does better than it (`_evidence_against`); only then do the weights decide.
+    level, that some member does better than it (`_proven_members`); only then do the weights decide.
     """
     return _adaptive("adahedge", U, lo, hi, seed, names, known_from, prefer, flipflop=False, evidence=evidence)
 
@@ -438,19 +438,17 @@ def flipflop(U, lo: float, hi: float, seed: int = 0, names: Sequence[str] | None
     return _adaptive("flipflop", U, lo, hi, seed, names, known_from, prefer, flipflop=True, evidence=evidence)
 
 
-def _proven_members(loss_known: np.ndarray, anchor: int, critical: np.ndarray) -> np.ndarray:
-    """The members the rounds known (rows of `loss_known`) show to do better than `anchor`, and the anchor: a
-    one-sided paired t-test of the anchor's loss minus the member's, per member, against `critical[n]` (the
-    Student-t quantile for n rounds). Paired, because every member runs on the same market windows; an
-    advantage seen on every round alike (no spread) counts once two rounds show it."""
-    n, k = loss_known.shape
-    out = np.zeros(k, dtype=bool)
+def _proven_members(n: int, sum_d: np.ndarray, sum_d2: np.ndarray, anchor: int, critical: np.ndarray) -> np.ndarray:
+    """The members that n known rounds show to do better than `anchor`, and the anchor: a one-sided paired t-test
+    of the anchor's loss minus each member's (`sum_d`, `sum_d2`: the sums of those differences and of their
+    squares over the n rounds) against `critical[n]`, the Student-t quantile. Paired, because every member runs
+    on the same market windows; an advantage seen on every round alike (no spread) counts once two rounds show it."""
+    out = np.zeros(sum_d.size, dtype=bool)
     out[anchor] = True
     if n < 2:
         return out
-    d = loss_known[:, [anchor]] - loss_known  # > 0 where a member lost less than the anchor
-    mean = d.mean(axis=0)
-    sd = d.std(axis=0, ddof=1)
+    mean = sum_d / n
+    sd = np.sqrt(np.maximum(sum_d2 - n * mean * mean, 0.0) / (n - 1))
     flat = sd <= 1e-12
     return out | np.where(flat, mean > 1e-12, mean > critical[n] * sd / math.sqrt(n))
 
@@ -477,21 +475,24 @@ def _adaptive(name: str, U, lo: float, hi: float, seed: int, names, known_from, 
         raise PolicyError(f"evidence must be a confidence level in (0, 1), got {evidence!r}")
     gate = prefer is not None and evidence is not None
     critical = _critical_values(float(evidence), rounds) if gate else None
-    known_rows: list[int] = []
+    n_known, sum_d, sum_d2 = 0, np.zeros(k), np.zeros(k)  # the paired differences to `prefer` known so far
     cum = np.zeros(k)
-    # the mixability gaps of the rounds played in each regime; rounds the evidence gate held on `prefer` have
-    # their own, so that the rate is learnt from the rounds the algorithm decided
-    gaps = {"ftl": 0.0, "ah": 0.0, "gate": 0.0}
+    # the mixability gaps of the rounds played in each regime (rounds the evidence gate held on `prefer` count
+    # for neither, so that the rate is learnt from the rounds the algorithm decided)
+    gaps = {"ftl": 0.0, "ah": 0.0}
     regime = "ftl" if flipflop else "ah"
-    played = []  # the regime of each round
+    played: list[str | None] = []  # the regime of each round (None: held on `prefer` by the evidence gate)
     p = np.empty((rounds, k))
     etas = np.empty(rounds)
     seen = np.empty((rounds, k))  # the cumulative losses each round's weights were formed from
     for t in range(rounds):
         for i in arrivals.get(t, ()):  # outcomes that became known before round t
-            gaps[played[i]] += _mixability_gap(p[i], loss[i], etas[i], seen[i])
+            if played[i] is not None:
+                gaps[played[i]] += _mixability_gap(p[i], loss[i], etas[i], seen[i])
             cum += loss[i]
-            known_rows.append(i)
+            if gate:
+                d = loss[i, prefer] - loss[i]
+                n_known, sum_d, sum_d2 = n_known + 1, sum_d + d, sum_d2 + d * d
         if flipflop:
             if regime == "ftl" and gaps["ftl"] > FLIPFLOP_PHI / FLIPFLOP_ALPHA * gaps["ah"]:
                 regime = "ah"
@@ -499,7 +500,7 @@ def _adaptive(name: str, U, lo: float, hi: float, seed: int, names, known_from, 
                 regime = "ftl"
         seen[t] = cum
         eta = math.inf if regime == "ftl" or gaps["ah"] <= 0 else ln_k / gaps["ah"]
-        allowed = _proven_members(loss[known_rows], prefer, critical) if gate else np.ones(k, dtype=bool)
+        allowed = _proven_members(n_known, sum_d, sum_d2, prefer, critical) if gate else np.ones(k, dtype=bool)
         if math.isinf(eta):
             best = cum[allowed].min()
             lead = (allowed & (cum <= best + 1e-12)).astype(float)
@@ -512,7 +513,7 @@ def _adaptive(name: str, U, lo: float, hi: float, seed: int, names, known_from, 
             z[allowed] = np.exp(-eta * (cum[allowed] - cum[allowed].min()))
             pt = z / z.sum()
         p[t], etas[t] = pt, eta
-        played.append("gate" if gate and allowed.sum() == 1 else regime)
+        played.append(None if gate and allowed.sum() == 1 else regime)
     rng = np.random.default_rng(seed)
     chosen = _draw(p, rng.random(rounds))
     return _result(name, arr, p, chosen, etas, seed, lo, hi, names_t, 0.0)
