@@ -178,6 +178,42 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--retry-failed", action="store_true", help="run the points recorded as failed again")
     _progress_option(w)
 
+    h = sub.add_parser("heldout", help="check A1/A2/A3's bars on random jobs on your own traces (resumable)",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       description="Draw random job shapes (1-8 GPUs, any N_min, beta < 0 and > 0, value jobs and\n"
+                                   "cost-only jobs), run the online policies, the baselines and the hindsight optimum\n"
+                                   "on the same jobs of each market, and say per (market, job shape) whether each bar\n"
+                                   "holds (see spotlab.experiments.heldout):\n"
+                                   "  a1_full  CHC, perfect forecasts, window over the whole job: within 1% of the optimum\n"
+                                   "  a1_w     CHC, perfect forecasts, window W: within 10% of the optimum, >= uniform progress\n"
+                                   "  a2       prediction_free defaults: >= uniform progress\n"
+                                   "  a3       select defaults: >= the better of uniform progress and greedy (greedy\n"
+                                   "           counted where it meets the deadline at least as often as A3)\n"
+                                   "Rows go to OUT as they finish; the same command again resumes.")
+    h.add_argument("markets", nargs="+", metavar="MARKET",
+                   help="a trace file (tidy CSV or sky_spot JSON), PATH#ZONE for one zone of a CSV, or a notebook "
+                        "market key (h100, v100_prices, ...)")
+    h.add_argument("--jobs", type=_positive_int, default=8, help="random job shapes (default 8)")
+    h.add_argument("--seed", type=int, default=0, help="seed of the job shapes and the policies (default 0)")
+    h.add_argument("--job", type=_key_value, action="append", default=[], metavar="FIELD=VALUE",
+                   help="fix a field of every job shape (JobSpec: deadline_h, gamma, load, n_min, n_max, beta, "
+                        "overhead_h, value_factor, miss_factor), repeatable")
+    h.add_argument("--stride-hours", type=_finite("stride", positive=True), default=12.0,
+                   help="a new job every STRIDE hours, after a week of history (default 12)")
+    h.add_argument("--max-jobs", type=_positive_int, default=40, help="jobs per market and shape (default 40)")
+    h.add_argument("--w", type=_positive_int, default=12, help="A1's window in slots (default 12)")
+    h.add_argument("--no-full-window", action="store_true", help="skip the a1_full bar (CHC over the whole job)")
+    h.add_argument("--slot-hours", type=_finite("slot", positive=True), default=1.0, help="slot length (default 1 h)")
+    h.add_argument("--od-price", type=_finite("on-demand price", positive=True),
+                   help="USD per GPU-hour, for traces without an on-demand price")
+    h.add_argument("--spot-share", type=_finite("spot share", positive=True),
+                   help="spot price = share x on-demand, for traces without a spot price")
+    h.add_argument("--solver", choices=("glpk", "highs"), default="glpk")
+    h.add_argument("--out", default=os.path.join("build", "heldout"),
+                   help="output folder (default build/heldout): heldout_checks.csv, heldout_comparison_jobs.csv")
+    h.add_argument("--json", action="store_true", help="print the checks as JSON records (otherwise a table)")
+    _progress_option(h)
+
     from .cotune.cli import add_parsers as cotune_parsers  # argparse only: the CoTune modules load when run
 
     cotune_parsers(sub, _finite, _progress_option)
@@ -423,6 +459,37 @@ def cmd_forecast(args) -> int:
     return 0
 
 
+def cmd_heldout(args) -> int:
+    from .experiments.heldout import BARS, heldout_check
+
+    if args.seed < 0:
+        raise SpotlabError(f"--seed must be >= 0, got {args.seed}")
+    res = heldout_check(args.markets, jobs=args.jobs, seed=args.seed, fixed=dict(args.job),
+                        stride_hours=args.stride_hours, max_jobs=args.max_jobs, w=args.w,
+                        full_window=not args.no_full_window, solver=args.solver, out_dir=args.out,
+                        slot_hours=args.slot_hours, od_price=args.od_price, spot_share=args.spot_share,
+                        progress=args.progress)
+    c = res.checks
+    if args.json:
+        print(c.to_json(orient="records"))
+        return 0
+    mark = {1.0: "yes", 0.0: "NO"}
+    cols = [("optimal", "opt"), ("A1_chc_oracle_full", "A1 full"), ("A1_chc_oracle", f"A1 w={args.w}"),
+            ("A2_prediction_free", "A2"), ("A3_select", "A3"), ("uniform_progress", "UP"), ("greedy", "greedy")]
+    cols = [(k, t) for k, t in cols if f"U_{k}" in c.columns]
+    bars = [b for b in BARS if b in c.columns and c[b].notna().any()]
+    width = max(len(str(m)) for m in c["market"])
+    print(f"{'market':{width}s} {'job':>3s} " + " ".join(f"{b:>7s}" for b in bars)
+          + "  mean utility $/job: " + " ".join(f"{t:>9s}" for _, t in cols) + "  net binds")
+    for _, r in c.iterrows():
+        print(f"{r['market']:{width}s} {int(r['job_spec']):3d} "
+              + " ".join(f"{mark.get(r[b], '-'):>7s}" for b in bars) + "  " + " " * 19
+              + " ".join(f"{r[f'U_{k}']:9.1f}" for k, _ in cols) + f"  {r.get('net_binds', float('nan')):9.0%}")
+    print("; ".join(f"{b} holds on {int((c[b] == 1).sum())} of {int(c[b].notna().sum())}" for b in bars)
+          + f"\nper-job rows and checks in {args.out}")
+    return 0
+
+
 def _jsonable(v):
     try:
         return v.item()
@@ -552,7 +619,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     handler = {"simulate": cmd_simulate, "forecast": cmd_forecast, "policies": cmd_policies, "data": cmd_data,
-               "sweep": cmd_sweep, "configs": _cotune("cmd_configs"), "cluster": _cotune("cmd_cluster"),
+               "sweep": cmd_sweep, "heldout": cmd_heldout, "configs": _cotune("cmd_configs"), "cluster": _cotune("cmd_cluster"),
                "rl": _rl}[args.command]
     stop_on_sigterm()
     try:

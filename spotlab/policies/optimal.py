@@ -66,6 +66,7 @@ def _solve_chunk(problem, avail, sp, od, solver, time_limit, mip_gap, incumbents
 class Optimal(Params):
     name = "optimal"
     online = False  # a hindsight plan: never guarded by the safety net
+    hindsight = True  # sees the whole window: never a member of `select`'s pool
 
     def __init__(self, solver: str = "highs", time_limit: float = 120.0, mip_gap: float = DEFAULT_GAP,
                  must_finish: bool = True, n_jobs: int = -1, method: str = "auto", warm_start: bool = True):

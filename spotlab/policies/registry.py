@@ -14,6 +14,7 @@ REGISTRY: dict[str, str] = {
     "greedy": "spotlab.policies.greedy:Greedy",
     "uniform_progress": "spotlab.policies.uniform_progress:UniformProgress",
     "optimal": "spotlab.policies.optimal:Optimal",
+    "optimal_netted": "spotlab.policies.optimal_netted:OptimalNetted",
     "chc": "spotlab.policies.chc:CHC",
     "select": "spotlab.policies.select:Select",
     "prediction_free": "spotlab.policies.prediction_free:PredictionFree",

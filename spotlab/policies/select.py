@@ -95,7 +95,7 @@ from ..params import Boolean, Interval, Options
 from ..simulator import Episodes, simulate
 from .base import Context, Observation, OnlinePolicy
 from .hedge import OWN_RATE, SELECTORS, SelectionRun, loglog_slope, warm_started
-from .registry import REGISTRY, make_policy
+from .registry import REGISTRY, make_policy, policy_class
 
 POOLS: dict[str, list[tuple[str, dict[str, Any]]]] = {
     "default": [
@@ -220,7 +220,7 @@ class Select(OnlinePolicy):
                 name, params = item
             except (TypeError, ValueError):
                 raise PolicyError(f"select: pool members are (policy name, params) pairs, got {item!r}") from None
-            if name not in REGISTRY or name in ("select", "optimal"):
+            if name not in REGISTRY or name == "select" or getattr(policy_class(name), "hindsight", False):
                 raise PolicyError(f"select: {name!r} cannot be a pool member (online policies only)")
             out.append((name, dict(params)))
         if not out:
