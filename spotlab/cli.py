@@ -208,7 +208,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="USD per GPU-hour, for traces without an on-demand price")
     h.add_argument("--spot-share", type=_finite("spot share", positive=True),
                    help="spot price = share x on-demand, for traces without a spot price")
-    h.add_argument("--solver", choices=("glpk", "highs"), default="glpk")
+    h.add_argument("--solver", choices=("glpk", "highs"), default="glpk",
+                   help="MILP solver of the optimum and of CHC's windows")
     h.add_argument("--out", default=os.path.join("build", "heldout"),
                    help="output folder (default build/heldout): heldout_checks.csv, heldout_comparison_jobs.csv")
     h.add_argument("--json", action="store_true", help="print the checks as JSON records (otherwise a table)")

@@ -64,27 +64,13 @@ def feasible(job: Job) -> bool:
     return True
 
 
-class Replay:
-    """Plays a fixed schedule through the safety net, as an online policy would."""
-
-    name = "replay"
-
-    def __init__(self, o: np.ndarray, s: np.ndarray):
-        self.o, self.s = o, s
-
-    def reset(self, ctx) -> None:
-        pass
-
-    def act(self, obs):
-        return self.o[:, obs.t], self.s[:, obs.t]
-
-
 def optimum(job: Job, ep: Episodes) -> float:
     """The optimum's utility as an online policy can reach it: its schedule (perfect foresight) played
     through the strict safety net. Where the deadline is so tight that only foresight can risk spot (the net
     must then insure against preemption with on-demand GPUs), the net changes it; elsewhere it is the optimum."""
-    res = simulate(make_policy("optimal", {"mip_gap": 1e-6, "n_jobs": 1}), ep, job, SimSettings())
-    netted = simulate(SafetyNet(Replay(res.arrays["o"], res.arrays["s"])), ep, job)
+    params = {"mip_gap": 1e-6, "n_jobs": 1}
+    res = simulate(make_policy("optimal", params), ep, job, SimSettings())
+    netted = simulate(make_policy("optimal_netted", params), ep, job)
     return float(min(res.utility[0], netted.utility[0]))
 
 

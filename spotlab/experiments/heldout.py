@@ -209,12 +209,16 @@ def heldout_check(markets: Iterable[str | Market] | str | Market, jobs: int = 8,
                        od_cost=float(comp.setups.iloc[0]["od_cost"]))
             checks.append(row)
             if out_dir is not None:
-                _write(pd.DataFrame(checks), Path(out_dir))
+                _write(_ordered(checks), Path(out_dir))
             bar.update()
-    lead = ["market", "job_spec", "jobs", *BARS, "cost_only", "a3_reference"]
+    return HeldOut(_ordered(checks), pd.concat(parts, ignore_index=True), None if out_dir is None else Path(out_dir))
+
+
+def _ordered(checks: list[dict]) -> pd.DataFrame:
+    """The verdicts first, then the means and the job's fields."""
+    lead = ["market", "job_spec", "jobs", *BARS, "cost_only", "a3_reference", "net_binds"]
     table = pd.DataFrame(checks)
-    table = table[[c for c in lead if c in table.columns] + [c for c in table.columns if c not in lead]]
-    return HeldOut(table, pd.concat(parts, ignore_index=True), None if out_dir is None else Path(out_dir))
+    return table[[c for c in lead if c in table.columns] + [c for c in table.columns if c not in lead]]
 
 
 def _label(key: str, market: Market) -> tuple[str, Market]:
