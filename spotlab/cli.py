@@ -184,8 +184,10 @@ def build_parser() -> argparse.ArgumentParser:
                                    "cost-only jobs), run the online policies, the baselines and the hindsight optimum\n"
                                    "on the same jobs of each market, and say per (market, job shape) whether each bar\n"
                                    "holds (see spotlab.experiments.heldout):\n"
-                                   "  a1_full  CHC, perfect forecasts, window over the whole job: within 1% of the optimum\n"
-                                   "  a1_w     CHC, perfect forecasts, window W: within 10% of the optimum, >= uniform progress\n"
+                                   "  a1_full  CHC, perfect forecasts, window over the whole job: within 1% of\n"
+                                   "           the optimum\n"
+                                   "  a1_w     CHC, perfect forecasts, window W: within 10% of the optimum and\n"
+                                   "           >= uniform progress\n"
                                    "  a2       prediction_free defaults: >= uniform progress\n"
                                    "  a3       select defaults: >= the better of uniform progress and greedy (greedy\n"
                                    "           counted where it meets the deadline at least as often as A3)\n"
@@ -620,7 +622,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     handler = {"simulate": cmd_simulate, "forecast": cmd_forecast, "policies": cmd_policies, "data": cmd_data,
-               "sweep": cmd_sweep, "heldout": cmd_heldout, "configs": _cotune("cmd_configs"), "cluster": _cotune("cmd_cluster"),
+               "sweep": cmd_sweep, "heldout": cmd_heldout,
+               "configs": _cotune("cmd_configs"), "cluster": _cotune("cmd_cluster"),
                "rl": _rl}[args.command]
     stop_on_sigterm()
     try:
