@@ -196,7 +196,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a trace file (tidy CSV or sky_spot JSON), PATH#ZONE for one zone of a CSV, or a notebook "
                         "market key (h100, v100_prices, ...)")
     h.add_argument("--jobs", type=_positive_int, default=8, help="random job shapes (default 8)")
-    h.add_argument("--seed", type=int, default=0, help="seed of the job shapes, the policies and a synthetic market (default 0)")
+    h.add_argument("--seed", type=int, default=0,
+                   help="seed of the job shapes, the policies and a synthetic market (default 0)")
     h.add_argument("--job", type=_key_value, action="append", default=[], metavar="FIELD=VALUE",
                    help="fix a field of every job shape (JobSpec: deadline_h, gamma, load, n_min, n_max, beta, "
                         "overhead_h, value_factor, miss_factor), repeatable")
