@@ -333,3 +333,23 @@ def test_no_policy_with_a_short_window_is_near_the_optimum_on_every_market():
         cost = {k: float(r.cost[0]) for k, r in runs.items()}
         assert cost["A"] >= 2.4 + 0.4 * x - 1e-9 and cost["B"] >= 12.0 - 0.4 * x - 1e-9, (name, x, cost)
         assert any(cost[k] > 1.1 * best[k] for k in eps), (name, params, cost)
+
+
+def test_a_plan_that_cannot_finish_in_its_model_still_works_now():
+    """Spot flickered hour by hour in the past week (0.25-h restarts: half of each spot hour is restarts), so the
+    tail's stalled hours exceed the job's slack: no plan finishes in the window problem. When every such plan
+    earned the same constant, the cheapest, idling, won: CHC idled five hours, and the deadline net then held it
+    on on-demand through every later spot spell (116.25 $ against uniform progress's 111.25 and the optimum's
+    89.25). Priced by the work it leaves undone, the plan works now and takes the spells (91.25)."""
+    past, H = 168, 48
+    a = np.r_[np.tile([1, 0], past // 2), np.zeros(6), np.tile([1, 1, 1, 0, 0, 0], (H - 6) // 6)].astype(np.int64)
+    mk = Market(a, np.full(past + H, 1.0), np.full(past + H, 3.0), 1.0, requested=1)
+    ep = Episodes.from_windows(mk, [past], [past + H], history=past)
+    job = Job(work=40.0, deadline_h=46.0, n_min=1, n_max=1, overhead_h=0.25)
+    best = simulate(make_policy("optimal", {"must_finish": True, "n_jobs": 1}), ep, job).cost[0]
+    up = simulate(make_policy("uniform_progress"), ep, job).cost[0]
+    chc = simulate(make_policy("chc", {"w": 4, "predictor": "oracle"}), ep, job)
+    assert best == pytest.approx(89.25) and up == pytest.approx(111.25)
+    assert chc.met_hard_deadline.all() and chc.policy_report["fallback_rate"] == 0.0
+    assert chc.arrays["o"][0, :4].sum() > 0  # it works at once
+    assert chc.cost[0] <= 1.1 * best and chc.cost[0] < up

@@ -151,3 +151,36 @@ def test_a_job_of_negative_value_is_left_to_the_milp():
     assert res.policy_report["solves"] > 0 and res.policy_report["solves_dp"] == 0
     with pytest.raises(PolicyError, match="the DP needs a job value >= 0"):
         simulate(make_policy("chc", {"w": 4, "predictor": "oracle", "method": "dp"}), mk, job)
+
+
+@settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**31 - 1))
+def test_a_must_finish_plan_that_cannot_finish_does_all_it_can(seed):
+    """More work left than N_max GPUs in every window slot and the whole tail can do: no plan finishes, and each
+    unit left undone is priced above what any unit of work costs, so both methods run N_max GPUs in every slot
+    (spot where there is some) and agree; a plan that may give up weighs the miss penalty instead."""
+    rng = np.random.default_rng(seed)
+    n_max = int(rng.integers(1, 5))
+    job = small_job(n_min=int(rng.integers(1, n_max + 1)), n_max=n_max, throughput=Throughput(1.0, float(rng.uniform(-0.3, 0.5))),
+                    overhead_h=float(rng.choice([0.0, 0.25])), value=float(rng.choice([0.0, 300.0])),
+                    miss_penalty=float(rng.choice([0.0, 50.0])), work=n_max * 30.0)
+    w = int(rng.integers(1, 5))
+    wp = WindowProblem(job, w, 1.0, blocks=4)
+    state = WindowState(time_h=float(rng.integers(0, 8)), remaining=job.work)
+    bounds = wp.tail_for(state)
+    k = bounds.size - 1
+    hours = np.diff(bounds)
+    # the tail stands still most of its hours (restarts), so the job cannot finish by the hard deadline
+    tail = TailForecast(hours, rng.uniform(0, n_max, k) * hours, rng.uniform(0.3, 2.5, k), np.full(k, 3.0),
+                        stalled_hours=0.8 * hours)
+    a = rng.integers(0, n_max + 1, w)
+    args = (state, a, rng.uniform(0.3, 2.5, w), np.full(w, 3.0), tail)
+    for net in ("strict", "off"):  # (the strict net, which fires here, imposes on-demand GPUs)
+        plans = [wp.solve(*args, method=m, solver="highs", mip_gap=1e-6, slots_left=w, net=net) for m in ("milp", "dp")]
+        for plan in plans:
+            assert np.all(plan.o + plan.s == n_max), plan
+            if net == "off" and job.overhead_h == 0:  # spot first, where a change costs nothing
+                assert np.all(plan.s == np.minimum(a, n_max)), plan
+        assert plans[1].objective == pytest.approx(plans[0].objective, rel=1e-6, abs=1e-4)
+    give_up = wp.solve(*args, method="dp", mip_gap=1e-6, slots_left=w, must_finish=False, net="off")
+    assert give_up.objective >= plans[1].objective - 1e-6

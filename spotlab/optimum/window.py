@@ -24,8 +24,10 @@ followed by what happens after the window [ours]:
   by when it can still be done, with the capacity that time offers.
 - **Finishing.** A job that must finish (the default) pays `finish_penalty` if the plan leaves it unfinished
   at the hard deadline (a soft constraint: the problem is always feasible, so a solver that finds no
-  schedule is a bug or a time-out, never an expected outcome). `may_give_up=True` drops it: the plan then
-  weighs finishing against the miss penalty, as the utility does.
+  schedule is a bug or a time-out, never an expected outcome), and `shortfall_price` per unit of work beyond
+  what the window and the whole tail can do, so that a plan that cannot finish in the model does all it can
+  rather than the cheapest nothing. `must_finish=False` drops both: the plan then weighs finishing against the
+  miss penalty, as the utility does.
 - **The safety net.** The deadline safety net of the simulator forces N_max on-demand GPUs at the start of
   any slot where the remaining work can only just be finished by the hard deadline. The plan respects it:
   at the start of each later slot of the window, either the net does not fire there or the plan runs N_max
@@ -113,6 +115,7 @@ class WindowTerms:
     value_end: np.ndarray  # (w + blocks): value if finished by the end of slot t / tail block j
     value_unused: np.ndarray  # value per share of the finishing slot left unused (where V is linear in it)
     unfinished: float  # what a plan that does not finish earns, before its costs (penalties)
+    shortfall_price: float  # $ per work unit a must-finish plan leaves beyond what window and tail can do (0: may give up)
     tail_hours: np.ndarray  # length of each tail block (0: none)
     tail_spot_gpu_hours: np.ndarray  # spot GPU-hours the tail block offers
     tail_spot_price: np.ndarray  # $/GPU-h
@@ -243,9 +246,15 @@ def build_window_model(job: Job, w: int, slot_hours: float, pending_h: float = 0
     m.t_mono = pe.Constraint(m.B, rule=lambda m, j: m.ft[j] >= (m.ft[j - 1] if j > 0 else m.f[T - 1]))
     m.t_progress = pe.Constraint(m.B, rule=lambda m, j: m.cum[T - 1] + sum(m.wt[i] for i in range(j + 1))
                                  >= m.state["R"] - big * (1 - m.ft[j]))
+    # Work a plan leaves beyond what the window and the tail can do, priced per solve (`shortfall_price`), so that
+    # a plan that cannot finish still does all it can instead of earning one constant whatever it does
+    m.SHORT = pe.Set(initialize=[0])
+    m.short = pe.Var(m.SHORT, domain=pe.NonNegativeReals)
+    m.shortfall = pe.Constraint(m.SHORT, rule=lambda m, i: m.short[i] >= m.state["R"] - m.cum[T - 1]
+                                - sum(m.wt[j] for j in m.B))
     # Objective with placeholder coefficients; every solve sets the real ones (prices, value by slot).
     m.utility = pe.Objective(
-        expr=sum(m.f[t] + m.cum[t] - m.o[t] - m.s[t] for t in m.T)
+        expr=sum(m.f[t] + m.cum[t] - m.o[t] - m.s[t] for t in m.T) - m.short[0]
         + sum(m.ft[j] - m.gs[j] - m.gm[j] - m.go[j] for j in m.B) + sum(m.z[k] for k in m.N)
         + sum(m.rho[t] + sum(m.z_o[t, b] + m.z_s[t, b] for b in m.bits) for t in m.T),
         sense=pe.maximize)
@@ -271,7 +280,7 @@ class WindowProblem:
         if key not in self.forms_:
             model = build_window_model(self.job, self.w, self.slot_hours, key[0], key[1], self.blocks)
             form = compile_model(model)
-            for name in ("o", "s", "f", "cum", "w"):
+            for name in ("o", "s", "f", "cum", "w", "short"):
                 if np.any(form.index[name] < 0):
                     raise SolverError(f"internal: the compiled window problem lost its {name!r} columns")
             self.forms_[key] = form
@@ -361,6 +370,7 @@ class WindowProblem:
             constant_od=bool(np.all(od == od[0])), lim=lim, value_end=job.value_at(ends),
             value_unused=np.where(linear, job.value * dt / max(hd - d, 1e-12), 0.0),
             unfinished=-job.miss_penalty - (self.finish_penalty(od) if must_finish else 0.0),
+            shortfall_price=self.shortfall_price(np.concatenate([od, c_go[:n_used]])) if must_finish else 0.0,
             tail_hours=lengths, tail_spot_gpu_hours=gs_hi, tail_spot_price=c_gs, tail_od_price=c_go,
             tail_mixed_gpu_hours=gm_hi, tail_mixed_price=c_gm)
 
@@ -453,6 +463,7 @@ class WindowProblem:
             cost[tuple(ix["go"])] = -terms.tail_od_price
             cost[tuple(ix["gm"])] = -terms.tail_mixed_price
         cost[tuple(ix["z"])] = np.zeros(T)
+        cost[tuple(ix["short"])] = np.array([-terms.shortfall_price])
         nb = int(ix["z_o"].size // T)
         weights = (2.0 ** np.arange(nb))[None, :]
         cost[tuple(ix["z_o"])] = (terms.od_refund[:, None] * weights).ravel()
@@ -485,3 +496,18 @@ class WindowProblem:
         when it can."""
         job = self.job
         return float(job.value) + 2.0 * job.n_max * float(np.max(od)) * (job.hard_deadline_h + self.slot_hours) + 1.0
+
+    def shortfall_price(self, od: np.ndarray) -> float:
+        """What a must-finish plan pays per unit of work it leaves beyond what its window and tail can do: twice
+        the dearest a unit of work can cost there (every GPU on demand at the dearest price, at the fewest work per
+        GPU-hour of any count the job runs or of the tail's rates), so that such a plan does all it can.
+
+        Why: a plan that cannot finish in the model (the fluid tail's stalled hours can eat the last of the slack)
+        earned one constant whatever work it did, so the cheapest plan, doing nothing, won: CHC with perfect window
+        forecasts idled through the slack it had left, and the deadline guard then held it on on-demand GPUs for
+        the rest of the job while spot came and went (see `spotlab.policies.chc`)."""
+        job = self.job
+        counts = np.arange(job.n_min, job.n_max + 1) if job.throughput.is_linear else \
+            np.array([n for n, _ in job.throughput.table if job.n_min <= n <= job.n_max])
+        per_gpu = [float(np.min(job.throughput(counts) / counts))] + [slope for _, slope, _ in work_segments(job)]
+        return 2.0 * float(np.max(od)) / max(min(per_gpu), 1e-9)

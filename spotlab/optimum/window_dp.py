@@ -98,6 +98,7 @@ class TailValue:
         segments = work_segments(job)
         peak = sum(width * slope for width, slope, _ in segments)
         self.unfinished = float(terms.unfinished)
+        self.shortfall_price = float(terms.shortfall_price)
         self.options = []  # per block j: (V at its end, cumulative work, cumulative cost) of the cheapest fill
         prices: list[float] = []
         amounts: list[float] = []
@@ -134,9 +135,13 @@ class TailValue:
             self.options.append((float(terms.value_end[T + j]), x, c))
 
     def __call__(self, left: np.ndarray) -> np.ndarray:
-        """Objective of the tail for work `left` (> 0) at the window's end, before the window's costs."""
+        """Objective of the tail for work `left` (> 0) at the window's end, before the window's costs. Work the
+        whole tail cannot do is priced at `shortfall_price` (the tail then does all it can, as the MILP's does)."""
         left = np.asarray(left, dtype=float)
         out = np.full(left.shape, self.unfinished)
+        if self.shortfall_price > 0:  # (priced above any work's cost, so the tail is filled first)
+            cap, cap_cost = (float(self.options[-1][1][-1]), float(self.options[-1][2][-1])) if self.options else (0.0, 0.0)
+            out = np.where(left > cap, self.unfinished - self.shortfall_price * (left - cap) - cap_cost, out)
         for value, x, c in self.options:
             fits = left <= x[-1] * (1 + 1e-12) + 1e-12
             if fits.any():
