@@ -353,3 +353,21 @@ def test_a_plan_that_cannot_finish_in_its_model_still_works_now():
     assert chc.met_hard_deadline.all() and chc.policy_report["fallback_rate"] == 0.0
     assert chc.arrays["o"][0, :4].sum() > 0  # it works at once
     assert chc.cost[0] <= 1.1 * best and chc.cost[0] < up
+
+
+@pytest.mark.parametrize("net", ["strict", "cbl"])
+def test_the_tail_leaves_the_nets_margin_alone(net):
+    """The net takes the job over once its slack falls under a restart and a slot or two, and then runs it on
+    on-demand GPUs to the end. A tail that counted that slack as its own, on a past of long spot spells, idled into
+    it and was held on on-demand through the spells that came (strict: 115.0 $, cbl: 116.25, against uniform
+    progress's 109.25 and the optimum's 87.75); leaving the margin out, 106.0 and 109.25."""
+    past, H = 168, 50
+    hist = np.tile(np.r_[np.ones(12), np.zeros(12)], past // 24)
+    fut = np.r_[np.zeros(10), np.tile([1, 1, 1, 0, 0], 8)]
+    mk = Market(np.r_[hist, fut].astype(np.int64), np.full(past + H, 1.0), np.full(past + H, 3.0), 1.0, requested=1)
+    ep = Episodes.from_windows(mk, [past], [past + H], history=past)
+    job = Job(work=40.0, deadline_h=46.0, n_min=1, n_max=1, overhead_h=0.25)
+    up = simulate(make_policy("uniform_progress", safety_net=net), ep, job).cost[0]
+    chc = simulate(make_policy("chc", {"w": 4, "predictor": "oracle"}, safety_net=net), ep, job)
+    assert up == pytest.approx(109.25) and chc.met_hard_deadline.all()
+    assert chc.cost[0] <= up + 1e-9 and chc.cost[0] == pytest.approx({"strict": 106.0, "cbl": 109.25}[net])

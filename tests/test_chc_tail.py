@@ -170,9 +170,14 @@ def test_stalled_hours_are_hours_the_tail_cannot_work_in():
     free = TailForecast(hours, np.zeros(k), np.full(k, 1.0), np.full(k, 3.0))
     stalled = TailForecast(hours, np.zeros(k), np.full(k, 1.0), np.full(k, 3.0), stalled_hours=np.full(k, 0.5))
     args = (state, np.zeros(2), np.full(2, 1.0), np.full(2, 3.0))
-    t_free, t_stalled = wp.terms(*args, free), wp.terms(*args, stalled)
+    t_free, t_stalled = wp.terms(*args, free, net="off"), wp.terms(*args, stalled, net="off")
     np.testing.assert_allclose(t_stalled.tail_hours[:k], np.maximum(hours - 0.5, 0.0))
     np.testing.assert_allclose(t_stalled.value_end, t_free.value_end)  # the blocks end where they ended
+    for net, margin in (("strict", job.overhead_h + 1.0), ("cbl", job.overhead_h + 2.0)):  # the net's, from the end
+        guarded = wp.terms(*args, stalled, net=net)
+        assert wp.net_margin(net) == margin
+        np.testing.assert_allclose(guarded.tail_hours[:k - 2], t_stalled.tail_hours[:k - 2])  # (2 h < 2 blocks)
+        assert guarded.tail_hours[:k].sum() == pytest.approx(t_stalled.tail_hours[:k].sum() - margin)
     whole = wp.terms(*args, TailForecast(hours, np.full(k, 2.0), np.full(k, 1.0), np.full(k, 3.0),
                                          stalled_hours=2.0 * hours))
     np.testing.assert_allclose(whole.tail_hours[:k], 0.0)  # stalled beyond its length: the block does nothing

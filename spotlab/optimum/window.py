@@ -182,6 +182,12 @@ def tail_blocks(start_h: float, job: Job, slot_hours: float, blocks: int) -> np.
     return np.concatenate([np.linspace(start_h, d, n_before + 1), np.linspace(d, end, n_after + 1)[1:]])
 
 
+def _take_from_end(hours: np.ndarray, amount: float) -> np.ndarray:
+    """`hours` less `amount` in all, taken from the last entries first, none below 0."""
+    used = np.cumsum(hours[::-1])
+    return np.maximum(np.minimum(hours, used[::-1] - amount), 0.0) if amount > 0 else hours
+
+
 def build_window_model(job: Job, w: int, slot_hours: float, pending_h: float = 0.0,
                        od_shift_cut: bool = True, blocks: int = 0) -> pe.ConcreteModel:
     """Pyomo MILP of the window problem with placeholder data (see the module docstring)."""
@@ -335,8 +341,10 @@ class WindowProblem:
                     if arr.shape != (n_used,) or not np.all(np.isfinite(arr)) or np.any(arr < 0):
                         raise SolverError(f"window problem: the tail's {label} must be {n_used} finite values "
                                           f">= 0 (got {arr!r})")
-                # the hours left to work in: a restart stalls the whole job (the block still ends where it ends)
+                # the hours left to work in: a restart stalls the whole job (the block still ends where it ends),
+                # and the net's margin before the hard deadline is not the plan's to spend
                 lengths[:n_used] = np.maximum(lengths[:n_used] - np.asarray(stalled, dtype=float), 0.0)
+                lengths[:n_used] = _take_from_end(lengths[:n_used], self.net_margin(net))
                 gs_hi[:n_used] = np.minimum(np.asarray(tail.spot_gpu_hours, float), job.n_max * lengths[:n_used])
                 c_gs[:n_used] = tail.spot_price
                 c_go[:n_used] = tail.od_price
@@ -496,6 +504,16 @@ class WindowProblem:
         when it can."""
         job = self.job
         return float(job.value) + 2.0 * job.n_max * float(np.max(od)) * (job.hard_deadline_h + self.slot_hours) + 1.0
+
+    def net_margin(self, net: str) -> float:
+        """Hours of slack below which the deadline net takes the job over: it fires once N_max on-demand GPUs,
+        with one more restart, need every slot left after the next one ("cbl": after the next two), and from
+        then on the job runs on on-demand GPUs to the end. Why the tail leaves them out: a fluid tail that planned
+        to spend that slack waiting for spot idled down to it, and the net then held the job on on-demand GPUs
+        through every later spot spell (Can't Be Late leaderboard, 52-h deadline, 0.02-h restarts, first two
+        windows of each trace, perfect window forecasts: 101.46 $ a run against the optimum's 86.23 and uniform
+        progress's 97.71; 90.98 with the margin)."""
+        return 0.0 if net == "off" else float(self.job.overhead_h) + (1 + (net == "cbl")) * self.slot_hours
 
     def shortfall_price(self, od: np.ndarray) -> float:
         """What a must-finish plan pays per unit of work it leaves beyond what its window and tail can do: twice
