@@ -59,7 +59,7 @@ def _selection(path, rounds=270, slope=0.31, regret=50.0):
 
 def test_missing_files_are_not_run(tmp_path):
     got = claims.evaluate(tmp_path)
-    assert [c.id for c in got] == ["1", "2", "2m", "3", "4", "5", "6", "7", "7m", "8", "8b", "C1", "C2",
+    assert [c.id for c in got] == ["1", "2", "2m", "3", "4", "5", "6", "7", "7m", "8", "8b", "8c", "C1", "C2",
                                    "R1", "R2", "R3"]
     assert {c.verdict for c in got} == {"not run"}
 
@@ -175,7 +175,7 @@ def test_write_report(tmp_path):
     assert "[00_throughput_vs_gpus.png](00_throughput_vs_gpus.png)" in text
     assert "![" in text and "**deviates**" in text and "**not run**" in text
     rows = [ln for ln in text.splitlines() if ln.startswith("| ") and "**" in ln]
-    assert len(rows) == len(claims.CLAIMS) == 16 and all(ln.count(" | ") == 4 for ln in rows)
+    assert len(rows) == len(claims.CLAIMS) == 17 and all(ln.count(" | ") == 4 for ln in rows)
 
 
 def test_write_report_reads_log_and_full_mode(tmp_path):

@@ -188,6 +188,24 @@ def test_lockstep_over_envs_gives_the_rows_of_one_simulation_per_env(leaderboard
     assert len(together) == 3 * 2 * (4 * 3 + 3)
 
 
+def test_cells_in_worker_processes_and_named_variants_give_the_same_rows(leaderboard_data, tmp_path):
+    """`n_jobs=2` runs cells in workers and the parent appends their rows (so a rerun resumes); `names` runs
+    two variants of one policy side by side under their own labels; an unknown policy fails before any run."""
+    w = lb.leaderboard_windows()
+    w = w[w["env"].isin(ADRS_ENVS[:2])].groupby("env").head(3)
+    kw = dict(policies=["greedy", "pf_low", "prediction_free"], deadlines=[52, 70], overheads=[0.1],
+              names={"pf_low": "prediction_free"}, params={"pf_low": {"theta": 0.2}}, progress=False)
+    out = tmp_path / "rows.csv"
+    one, two = lb.run(w, **kw), lb.run(w, n_jobs=2, out_csv=out, **kw)
+    cols = [c for c in lb.ROW_COLUMNS if c != "seconds"]
+    pd.testing.assert_frame_equal(one[cols], two[cols])
+    assert len(pd.read_csv(out)) == len(two) == 3 * 2 * 6
+    by = one.groupby("policy")["cost"].sum()
+    assert by["pf_low"] != pytest.approx(by["prediction_free"])  # the variant ran with its own parameters
+    with pytest.raises(PolicyError, match="unknown policy"):
+        lb.run(w, policies=["no_such_policy"], progress=False)
+
+
 # ------------------------------------------------------------------------------------ the slack reserve
 
 
@@ -274,6 +292,35 @@ def test_claim_holds_below_gepa_with_every_deadline_met(tmp_path):
     assert claims.leaderboard(tmp_path).verdict == "deviates"
     _table(tmp_path, 90.0, complete=False)
     assert claims.leaderboard(tmp_path).verdict == "cannot compare"
+
+
+def _a1_table(path, a1=80.0, opt=75.0, up=85.0, met=1.0, complete=True):
+    rows = [{"policy": p, "source": "spotlab", "runs": lb.RUNS, "complete": c, "mean_cost": m,
+             "deadline_met_fraction": f, "deadline_misses": 0, "score": lb.score(m), "fallback_rate": np.nan,
+             "peer_mean_cost": np.nan}
+            for p, m, f, c in ((lb.A1_PERFECT, a1, met, complete), ("optimal", opt, 1.0, True),
+                               ("uniform_progress", up, 1.0, True), ("slack_reserve", 70.0, 1.0, True))]
+    lb.with_peers(pd.DataFrame(rows)).to_csv(path / "01c_leaderboard.csv", index=False)
+
+
+def test_claim_a1_near_the_optimum_on_the_leaderboard(tmp_path):
+    """8c holds within 10% of the optimum's mean cost and not above uniform progress, with every deadline met; a
+    perfect-forecast entry never counts as the online entry of 8b, even when it is the cheapest."""
+    from spotlab import claims
+
+    _a1_table(tmp_path)
+    c = claims.leaderboard_a1(tmp_path)
+    assert c.verdict == "holds" and "+6.7%" in c.detail
+    for bad in ({"a1": 83.0}, {"a1": 80.0, "up": 79.0}, {"met": 0.99}):  # > 10% off, above UP, a miss
+        _a1_table(tmp_path, **bad)
+        assert claims.leaderboard_a1(tmp_path).verdict == "deviates"
+    _a1_table(tmp_path, complete=False)
+    assert claims.leaderboard_a1(tmp_path).verdict == "cannot compare"
+    _a1_table(tmp_path, a1=60.0)  # cheaper than slack_reserve: still not 8b's online entry
+    assert "slack_reserve" in claims.leaderboard(tmp_path).detail.split("Best complete online policy")[1][:40]
+    pd.read_csv(tmp_path / "01c_leaderboard.csv").query("policy != 'optimal'").to_csv(
+        tmp_path / "01c_leaderboard.csv", index=False)
+    assert claims.leaderboard_a1(tmp_path).verdict == "not run"
 
 
 def test_a_damaged_archive_is_one_clear_error(small_archive, tmp_path):

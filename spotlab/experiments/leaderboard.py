@@ -54,13 +54,20 @@ RUNS = len(ENVS) * len(WINDOWS) * len(DEADLINES) * len(OVERHEADS)
 PEERS = LEADERBOARD_PEERS
 # what notebook 01c writes
 OUTPUTS = declare("01c", leaderboard_runs="csv", other_windows_runs="csv", leaderboard=("csv", "png", "json"),
-                  slow_policies_subset="csv", per_env=("csv", "png"), other_windows="csv")
+                  slow_policies_subset="csv", per_env=("csv", "png"), other_windows="csv",
+                  a1_vs_optimum=("csv", "png"))
 
 # spotlab policies that re-implement a peer entry (their means must agree)
 SAME_AS_PEER = {"on_demand": "all on demand", "greedy": "Greedy", "uniform_progress": "Uniform Progress"}
 
 POLICIES = ("on_demand", "greedy", "uniform_progress", "prediction_free", "slack_reserve", "chc", "select",
             "optimal")
+# variants run under their own labels (`run(names=...)`): A1 on persistence forecasts, an online entry, and A1 with
+# perfect forecasts over its window, the issue-11 bar on cost-only jobs far longer than the window (w = 12 ticks
+# of 10 min against 52-70 h): near the optimum, not above uniform progress
+VARIANTS = {"chc_persistence": ("chc", {"predictor": "persistence"}), "chc_oracle": ("chc", {"predictor": "oracle"})}
+A1_PERFECT = "chc_oracle"
+HINDSIGHT = ("optimal", A1_PERFECT)  # they see the future: floors and references, never online entries
 ROW_COLUMNS = ["env", "window", "start_tick", "deadline", "overhead", "policy", "cost", "completion_h",
                "met_deadline", "fallback_rate", "seconds"]
 
@@ -154,22 +161,33 @@ def run(
     root: str | Path | None = None,
     progress: bool = True,
     lockstep: bool = True,
+    names: Mapping[str, str] | None = None,
+    n_jobs: int = 1,
 ) -> pd.DataFrame:
     """Per-run rows of every policy on `windows` (env, window, start_tick, end_tick) x deadlines x overheads,
     in the Can't Be Late semantics.
 
-    `params` gives a policy's parameters (default: its defaults); `limit[policy] = k` runs that policy only on
-    the first k windows of each env (for slow policies: the optimum, CHC, policy selection). With `out_csv`
-    every (env, deadline, overhead, policy) cell's rows are appended as soon as they are computed and runs
-    already there are not run again, so an interrupted call resumes. Returns the rows of the asked runs.
+    `policies` are labels of the rows: a registered policy's name, or a label that `names` maps to one (two
+    variants of a policy side by side, e.g. ``names={"chc_oracle": "chc"}``). `params` gives a label's parameters
+    (default: the policy's defaults); `limit[label] = k` runs it only on the first k windows of each env (for
+    slow policies). With `out_csv` every (env, deadline, overhead, label) cell's rows are appended as soon as
+    they are computed and runs already there are not run again, so an interrupted call resumes. `n_jobs` cells
+    run at once in worker processes (rows are still appended by this process, as each cell finishes). Returns
+    the rows of the asked runs.
 
     `lockstep`: the windows of every env are simulated together, one simulation per (deadline, overhead,
     policy) instead of one per env (the same numbers; `benchmarks/bench_leaderboard.py` times both).
     """
     from tqdm import tqdm
 
+    from ..parallel import worker_count
+    from ..policies.registry import policy_class
+
     params = dict(params or {})
     limit = dict(limit or {})
+    names = dict(names or {})
+    for label in policies:
+        policy_class(names.get(label, label))  # an unknown name fails here, before anything runs
     out_path = None if out_csv is None else Path(out_csv)
     done = _done(out_path)
     have = set(zip(done["env"], done["window"].astype(int), done["start_tick"].astype(int),
@@ -177,12 +195,11 @@ def run(
                    done["policy"]))
     envs = list(dict.fromkeys(windows["env"]))
     groups = [(float(dl), float(ov), pol) for dl in deadlines for ov in overheads for pol in policies]
-    semantics = Semantics.cant_be_late()
     key = ["env", "window", "start_tick", "deadline", "overhead", "policy"]
     markets: dict[str, Market] = {}  # each env's trace, loaded once
     cut: dict[tuple, Episodes] = {}  # and each set of its windows, cut once for every (deadline, overhead, policy)
-    asked = []
-    for dl, ov, pol in tqdm(groups, desc="leaderboard cells", unit="cell", disable=not progress):
+    asked, tasks = [], []
+    for dl, ov, pol in groups:
         todo_parts = []
         for env in envs:
             w_env = windows[windows["env"] == env].reset_index(drop=True)
@@ -201,24 +218,41 @@ def run(
                 todo_parts.append((env, sel, cut[at]))
         # every env's windows in one lockstep simulation, except for policy selection, whose rounds are one
         # trace's jobs in time order
-        one_by_one = pol == "select" or not lockstep
+        one_by_one = names.get(pol, pol) == "select" or not lockstep
         batches = [[p] for p in todo_parts] if one_by_one else ([todo_parts] if todo_parts else [])
-        for batch in batches:
-            job = make_job(WORK_HOURS, dl, overhead_hours=ov)
-            t0 = time.perf_counter()
-            res = simulate(semantics.policy(pol, params.get(pol)), concat([ep for _, _, ep in batch]), job,
-                           semantics.settings, record=())
-            secs = time.perf_counter() - t0
-            fallback = res.policy_report.get("fallback_rate", np.nan) if res.policy_report else np.nan
-            sel = pd.concat([b[1].assign(env=b[0]) for b in batch], ignore_index=True)
-            new = pd.DataFrame({
-                "env": sel["env"], "window": sel["window"].astype(int), "start_tick": sel["start_tick"].astype(int),
-                "deadline": dl, "overhead": ov, "policy": pol, "cost": res.cost, "completion_h": res.completion_h,
-                "met_deadline": res.met_deadline, "fallback_rate": float(fallback), "seconds": secs / len(sel),
-            })[ROW_COLUMNS]
-            if out_path is not None:
-                append_rows(out_path, new)
-            done = pd.concat([done, new], ignore_index=True) if len(done) else new
+        tasks += [(dl, ov, pol, batch) for batch in batches]
+
+    def finish(task: tuple, result: tuple) -> None:
+        nonlocal done
+        dl, ov, pol, batch = task
+        cost, completion, met, fallback, secs = result
+        sel = pd.concat([b[1].assign(env=b[0]) for b in batch], ignore_index=True)
+        new = pd.DataFrame({
+            "env": sel["env"], "window": sel["window"].astype(int), "start_tick": sel["start_tick"].astype(int),
+            "deadline": dl, "overhead": ov, "policy": pol, "cost": cost, "completion_h": completion,
+            "met_deadline": met, "fallback_rate": fallback, "seconds": secs / len(sel),
+        })[ROW_COLUMNS]
+        if out_path is not None:
+            append_rows(out_path, new)
+        done = pd.concat([done, new], ignore_index=True) if len(done) else new
+
+    def args(task: tuple) -> tuple:
+        dl, ov, pol, batch = task
+        return names.get(pol, pol), params.get(pol), dl, ov, concat([ep for _, _, ep in batch])
+
+    jobs = min(worker_count(int(n_jobs)), len(tasks))
+    with tqdm(total=len(tasks), desc="leaderboard cells", unit="cell", disable=not progress) as bar:
+        if jobs <= 1:
+            for task in tasks:
+                finish(task, _simulate_cell(*args(task)))
+                bar.update()
+        else:
+            from joblib import Parallel, delayed
+
+            runner = Parallel(n_jobs=jobs, return_as="generator_unordered")
+            for i, result in runner(delayed(_indexed)(i, *args(t)) for i, t in enumerate(tasks)):
+                finish(tasks[i], result)
+                bar.update()
     if not asked or not len(done):
         return pd.DataFrame(columns=ROW_COLUMNS)
     keys = pd.concat(asked, ignore_index=True).astype({"window": int, "start_tick": int})
@@ -230,6 +264,23 @@ def run(
     out = keys.merge(done, on=key, how="left")
     out["met_deadline"] = out["met_deadline"].astype(str).str.lower().isin(("true", "1", "1.0"))
     return out[ROW_COLUMNS]
+
+
+def _simulate_cell(policy: str, params: Mapping | None, deadline: float, overhead: float, episodes: Episodes
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, float]:
+    """One (deadline, overhead, policy) cell's windows in the Can't Be Late semantics: costs, completion times,
+    deadlines met, the policy's fallback rate and the seconds it took."""
+    semantics = Semantics.cant_be_late()
+    job = make_job(WORK_HOURS, deadline, overhead_hours=overhead)
+    t0 = time.perf_counter()
+    res = simulate(semantics.policy(policy, params), episodes, job, semantics.settings, record=())
+    secs = time.perf_counter() - t0
+    fallback = res.policy_report.get("fallback_rate", np.nan) if res.policy_report else np.nan
+    return res.cost, res.completion_h, res.met_deadline, float(fallback), secs
+
+
+def _indexed(i: int, *args) -> tuple[int, tuple]:
+    return i, _simulate_cell(*args)
 
 
 def summarise(rows: pd.DataFrame, full_runs: int = RUNS) -> pd.DataFrame:
