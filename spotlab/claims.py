@@ -710,7 +710,8 @@ def leaderboard(out_dir: str | Path) -> Claim:
 SPEC_LEADERBOARD_A1 = _Spec("8c", "A1 with perfect window forecasts on the leaderboard's runs (nb 01c)",
                             "(issue 11, not the paper's) CHC with perfect forecasts over 12 ticks (2 h) of a 52-70-h "
                             f"job: within {A1_NEAR_OPTIMUM:.0%} of the optimum's mean cost, not above uniform "
-                            "progress's, every deadline met", LEADERBOARD.a1_vs_optimum.png, (LEADERBOARD.leaderboard.csv,))
+                            "progress's, every deadline met", LEADERBOARD.a1_vs_optimum.png,
+                            (LEADERBOARD.leaderboard.csv,))
 
 
 def leaderboard_a1(out_dir: str | Path) -> Claim:

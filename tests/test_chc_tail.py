@@ -9,6 +9,8 @@ What the tail does for CHC on markets of day-long regimes is in `test_chc_qualit
 
 from __future__ import annotations
 
+import dataclasses
+
 import itertools
 
 import numpy as np
@@ -173,11 +175,13 @@ def test_stalled_hours_are_hours_the_tail_cannot_work_in():
     t_free, t_stalled = wp.terms(*args, free, net="off"), wp.terms(*args, stalled, net="off")
     np.testing.assert_allclose(t_stalled.tail_hours[:k], np.maximum(hours - 0.5, 0.0))
     np.testing.assert_allclose(t_stalled.value_end, t_free.value_end)  # the blocks end where they ended
-    for net, margin in (("strict", job.overhead_h + 1.0), ("cbl", job.overhead_h + 2.0)):  # the net's, from the end
-        guarded = wp.terms(*args, stalled, net=net)
-        assert wp.net_margin(net) == margin
-        np.testing.assert_allclose(guarded.tail_hours[:k - 2], t_stalled.tail_hours[:k - 2])  # (2 h < 2 blocks)
-        assert guarded.tail_hours[:k].sum() == pytest.approx(t_stalled.tail_hours[:k].sum() - margin)
+    restarts = WindowProblem(dataclasses.replace(job, overhead_h=0.5), 2, 1.0, blocks=8)
+    base = restarts.terms(*args, stalled, net="off")
+    for net, margin in (("strict", 0.5), ("cbl", 1.5)):  # the net's (a restart; and a slot), from the end
+        guarded = restarts.terms(*args, stalled, net=net)
+        assert restarts.net_margin(net) == margin
+        np.testing.assert_allclose(guarded.tail_hours[:k - 2], base.tail_hours[:k - 2])  # (< 2 blocks)
+        assert guarded.tail_hours[:k].sum() == pytest.approx(base.tail_hours[:k].sum() - margin)
     whole = wp.terms(*args, TailForecast(hours, np.full(k, 2.0), np.full(k, 1.0), np.full(k, 3.0),
                                          stalled_hours=2.0 * hours))
     np.testing.assert_allclose(whole.tail_hours[:k], 0.0)  # stalled beyond its length: the block does nothing

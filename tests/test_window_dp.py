@@ -161,7 +161,8 @@ def test_a_must_finish_plan_that_cannot_finish_does_all_it_can(seed):
     (spot where there is some) and agree; a plan that may give up weighs the miss penalty instead."""
     rng = np.random.default_rng(seed)
     n_max = int(rng.integers(1, 5))
-    job = small_job(n_min=int(rng.integers(1, n_max + 1)), n_max=n_max, throughput=Throughput(1.0, float(rng.uniform(-0.3, 0.5))),
+    job = small_job(n_min=int(rng.integers(1, n_max + 1)), n_max=n_max,
+                    throughput=Throughput(1.0, float(rng.uniform(-0.3, 0.5))),
                     overhead_h=float(rng.choice([0.0, 0.25])), value=float(rng.choice([0.0, 300.0])),
                     miss_penalty=float(rng.choice([0.0, 50.0])), work=n_max * 30.0)
     w = int(rng.integers(1, 5))

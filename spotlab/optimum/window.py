@@ -115,7 +115,7 @@ class WindowTerms:
     value_end: np.ndarray  # (w + blocks): value if finished by the end of slot t / tail block j
     value_unused: np.ndarray  # value per share of the finishing slot left unused (where V is linear in it)
     unfinished: float  # what a plan that does not finish earns, before its costs (penalties)
-    shortfall_price: float  # $ per work unit a must-finish plan leaves beyond what window and tail can do (0: may give up)
+    shortfall_price: float  # $ per work unit left beyond what window and tail can do (0: the plan may give up)
     tail_hours: np.ndarray  # length of each tail block (0: none)
     tail_spot_gpu_hours: np.ndarray  # spot GPU-hours the tail block offers
     tail_spot_price: np.ndarray  # $/GPU-h
@@ -506,14 +506,14 @@ class WindowProblem:
         return float(job.value) + 2.0 * job.n_max * float(np.max(od)) * (job.hard_deadline_h + self.slot_hours) + 1.0
 
     def net_margin(self, net: str) -> float:
-        """Hours of slack below which the deadline net takes the job over: it fires once N_max on-demand GPUs,
-        with one more restart, need every slot left after the next one ("cbl": after the next two), and from
-        then on the job runs on on-demand GPUs to the end. Why the tail leaves them out: a fluid tail that planned
-        to spend that slack waiting for spot idled down to it, and the net then held the job on on-demand GPUs
-        through every later spot spell (Can't Be Late leaderboard, 52-h deadline, 0.02-h restarts, first two
-        windows of each trace, perfect window forecasts: 101.46 $ a run against the optimum's 86.23 and uniform
-        progress's 97.71; 90.98 with the margin)."""
-        return 0.0 if net == "off" else float(self.job.overhead_h) + (1 + (net == "cbl")) * self.slot_hours
+        """Hours of slack below which the deadline net takes the job over, as `lim` counts it in the window: one
+        restart ("cbl": a restart and a slot, its trigger counting no progress in the slot); from then on the job
+        runs on N_max on-demand GPUs to the end. Why the tail leaves them out: a fluid tail that planned to spend
+        that slack waiting for spot idled down to it, and the net then held the job on on-demand GPUs through every
+        later spot spell (Can't Be Late leaderboard, 52-h deadline, 0.02-h restarts, first two windows of each
+        trace, perfect window forecasts: 101.46 $ a run against the optimum's 86.23 and uniform progress's 97.71;
+        92.12 with the margin)."""
+        return 0.0 if net == "off" else float(self.job.overhead_h) + (net == "cbl") * self.slot_hours
 
     def shortfall_price(self, od: np.ndarray) -> float:
         """What a must-finish plan pays per unit of work it leaves beyond what its window and tail can do: twice

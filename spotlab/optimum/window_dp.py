@@ -140,7 +140,8 @@ class TailValue:
         left = np.asarray(left, dtype=float)
         out = np.full(left.shape, self.unfinished)
         if self.shortfall_price > 0:  # (priced above any work's cost, so the tail is filled first)
-            cap, cap_cost = (float(self.options[-1][1][-1]), float(self.options[-1][2][-1])) if self.options else (0.0, 0.0)
+            _, x, c = self.options[-1] if self.options else (0.0, np.zeros(1), np.zeros(1))
+            cap, cap_cost = float(x[-1]), float(c[-1])  # the whole tail's work, and its cost
             out = np.where(left > cap, self.unfinished - self.shortfall_price * (left - cap) - cap_cost, out)
         for value, x, c in self.options:
             fits = left <= x[-1] * (1 + 1e-12) + 1e-12

@@ -71,20 +71,23 @@ GPUs with 80 h to finish, us-west1-a, cost 923.9 $/job instead of 942.7 (optimum
 of -1058.6 (-874.9), and on us-east4-b 266.2 instead of 242.3 (309.0). Jobs with N_min = 1 have no such hours.
 
 Why a plan that cannot finish still works, and why the tail leaves the net's margin alone [ours]: on the Can't Be
-Late leaderboard's runs (one instance, 48 h of work, 52 or 70 h to do it, 10-min slots, so a 12-slot window is 2
-h) CHC with *perfect* window forecasts cost more than uniform progress. Two things made it idle through its slack
+Late leaderboard's runs (one instance, 48 h of work, 52 or 70 h to do it, 10-min slots, so a 12-slot window is 2 h)
+CHC with *perfect* window forecasts cost more than uniform progress. Two things made it idle through its slack
 while the window showed no spot. (1) When the tail's stalled hours left no room to finish, every plan of the window
 problem earned the same "unfinished" constant, so doing nothing was the cheapest: work left beyond what the window
 and the tail can do is now priced (`WindowProblem.shortfall_price`), above what any unit of work costs. (2) The
-tail counted as its own the last slack before the hard deadline, which the deadline net claims: below a restart and
-a slot or two of slack the net runs the job on on-demand GPUs to the end, so a plan that idled into it lost every
-later spot spell; the tail now ends that margin earlier (`WindowProblem.net_margin`). On the first two windows of
-each of the six traces, both deadlines, 0.02- and 0.1-h restarts (48 runs), perfect window forecasts: 100.4 $ a
-run before (1), 92.5 with (1), 88.4 with both (the optimum 84.7, uniform progress 93.7, `slack_reserve` 88.6); on
-the next two windows (0.05-h restarts, 24 runs) (2) took it from 72.7 to 70.4 (optimum 64.5, uniform progress
-75.1) and CHC on persistence forecasts from 76.9 to 73.3. The GCP H100 jobs above did not move (the 96-GPU-hour
-job by at most 0.1 $/job on nine zones, the 200-GPU-hour one not at all), and neither change touches a window
-that reaches the job's end.
+tail counted as its own the last slack before the hard deadline, which the deadline net claims: below a restart of
+slack (the Can't Be Late guard: a restart and a slot) the net runs the job on on-demand GPUs to the end, so a plan
+that idled into it lost every later spot spell; the tail now leaves that margin out (`WindowProblem.net_margin`).
+On the first two windows of each of the six traces, both deadlines, 0.02- and 0.1-h restarts (48 runs), perfect
+window forecasts: 100.4 $ a run before (1), 92.5 with (1), 88.8 with both (the optimum 84.7, uniform progress 93.7,
+`slack_reserve` 88.4); on the next two windows (0.05-h restarts, 24 runs) (2) took it from 72.7 to 70.5 (optimum
+64.5, uniform progress 75.1, `slack_reserve` 66.5) and CHC on persistence forecasts from 76.9 to 74.6. A margin a
+slot wider gained little more there (88.4, 70.4; on persistence forecasts 73.3) and cost CHC on persistence
+forecasts up to 23 $/job on a 12-h GCP job of 2-8 GPUs, whose window reaches all but its last slot. The GCP H100
+jobs above did not move (the 96-GPU-hour job on nine zones, the 200-GPU-hour one on the four measured), and neither
+change touches a window that reaches the job's end. The rest of the gap is the tail's certainty: it expects the
+spells of the past week, so where spot then flickers more it still idles at first while its window shows none.
 
 Why `urgency = 0.1` [ours]: the tail's spot capacity is what the past leads one to expect, not a forecast, and
 spot expected later is worth less than spot in hand. With a mere tie-break (0.005) and a 1% gap, a plan could

@@ -25,14 +25,14 @@ Rules, per slot and window:
    a slot (the deadline guard counts whole slots). Why the slot in the floor: the deadline rules round the time
    the work needs *up* to whole slots, so within a slot of their trigger they already hold the job on on-demand
    GPUs; a reserve without it waited into that slot when restarts are short (0.02 h against 10-min slots) and
-   was then held on on-demand through the spot that came (`guard_slots`, default 1). ``lambda`` (spells per hour) comes from the trace's past: the
-   number n of times spot went from usable to not usable over the T hours of history before the window and
-   the slots seen so far, plus a prior of ``prior_rate`` spells per hour worth ``prior_hours`` hours, and
-   planned on its upper confidence bound ``(n + z^2/2 + z * sqrt(n + z^2/4)) / T`` (Poisson, ``z = 3``).
-   Why the history: how often spot comes and goes is a property of the market that its past shows, and it
-   sets how much slack the restarts will take. Why the upper bound: a reserve too small ends the job pinned
-   to on-demand GPUs (Greedy's failure), one too large only waits less, so with little history (a window
-   near the start of a trace) the policy keeps more.
+   was then held on on-demand through the spot that came (`guard_slots`, default 1). ``lambda`` (spells per
+   hour) comes from the trace's past: the number n of times spot went from usable to not usable over the T
+   hours of history before the window and the slots seen so far, plus a prior of ``prior_rate`` spells per hour
+   worth ``prior_hours`` hours, and planned on its upper confidence bound
+   ``(n + z^2/2 + z * sqrt(n + z^2/4)) / T`` (Poisson, ``z = 3``). Why the history: how often spot comes and
+   goes is a property of the market that its past shows, and it sets how much slack the restarts will take. Why the upper bound: a reserve too small
+   ends the job pinned to on-demand GPUs (Greedy's failure), one too large only waits less, so with little
+   history (a window near the start of a trace) the policy keeps more.
 4. **Deadline**: the two deadline rules of Greedy and Uniform Progress (`base.deadline_rules`) and the
    simulator's safety net, as for every online policy, so the hard deadline holds.
 
