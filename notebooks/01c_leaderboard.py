@@ -140,8 +140,9 @@ if len(slow_rows) and not summary.loc[summary["policy"].isin(slow_policies), "co
 # ## Mean cost and deadlines, ours beside the peers
 #
 # Bars: mean cost over the runs (blue: spotlab, all 1,080 runs; grey: the peers' published means; hatched:
-# a subset only; "hindsight": sees the future, a floor or reference, not an entry). The label gives the score and the share of runs that met the deadline (the peers'
-# GEPA and LEVI miss it in about 6% of runs; the others were not reported).
+# a subset only; "hindsight": sees the future, a floor or reference, not an entry). The label gives the score
+# and the share of runs that met the deadline (the peers' GEPA and LEVI miss it in about 6% of runs; the others
+# were not reported).
 
 # %%
 plot = table[table["complete"] | (table["source"] == "spotlab")].copy()

@@ -54,3 +54,18 @@ class Scripted:
 @pytest.fixture
 def scripted():
     return Scripted
+
+
+@pytest.fixture
+def spell_gap_episodes():
+    """One Can't Be Late-like window (10-min ticks, $0.9731 spot, $3.06 on demand, 52 h): a week's past of 5-h
+    spot spells, then 12 h without spot, then 2-h spells with 1-h gaps. The case where a policy that waits into
+    the deadline guard's margin is held on on-demand through the spells that come."""
+    from spotlab.market import Market
+    from spotlab.simulator import Episodes
+
+    past = np.tile(np.r_[np.ones(30), np.zeros(30)], 17)[:1008]
+    future = np.r_[np.zeros(72), np.tile(np.r_[np.ones(12), np.zeros(6)], 20)][:360]
+    avail = np.r_[past, future].astype(np.int64)
+    market = Market(avail, np.full(avail.size, 0.9731), np.full(avail.size, 3.06), 1 / 6, requested=1)
+    return Episodes.from_windows(market, [1008], [1008 + 52 * 6], history=1008)

@@ -355,7 +355,7 @@ def test_a_plan_that_cannot_finish_in_its_model_still_works_now():
     assert chc.cost[0] <= 1.1 * best and chc.cost[0] < up
 
 
-def test_the_tail_leaves_the_nets_margin_alone():
+def test_the_tail_leaves_the_nets_margin_alone(spell_gap_episodes):
     """The Can't Be Late guard takes the job over once its slack falls under a restart and a slot, and then runs it
     on on-demand to the end. One instance, 48 h of work in 52 h, 10-min slots, 0.1-h restarts, a past of 5-h spot
     spells, then 12 h without spot and 2-h spells: a tail that counted that slack as its own idled into it and was
@@ -363,11 +363,7 @@ def test_the_tail_leaves_the_nets_margin_alone():
     126.27."""
     from spotlab.runs import Semantics, make_job
 
-    hist = np.tile(np.r_[np.ones(30), np.zeros(30)], 17)[:1008]
-    fut = np.r_[np.zeros(72), np.tile(np.r_[np.ones(12), np.zeros(6)], 20)][:360]
-    a = np.r_[hist, fut].astype(np.int64)
-    mk = Market(a, np.full(a.size, 0.9731), np.full(a.size, 3.06), 1 / 6, requested=1)
-    ep = Episodes.from_windows(mk, [1008], [1008 + 52 * 6], history=1008)
+    ep = spell_gap_episodes
     job = make_job(48, 52, overhead_hours=0.1)
     sem = Semantics.cant_be_late()
     up = simulate(sem.policy("uniform_progress"), ep, job, sem.settings).cost[0]

@@ -19,7 +19,7 @@ from hypothesis import given, settings, strategies as st
 
 from spotlab.job import Job, Throughput
 from spotlab.errors import SolverError
-from spotlab.optimum.window import TailForecast, WindowProblem, WindowState, work_segments
+from spotlab.optimum.window import TailForecast, WindowProblem, WindowState, _take_from_end, work_segments
 from spotlab.policies.chc import persistence, restart_share
 
 
@@ -198,3 +198,17 @@ def test_stalled_hours_are_hours_the_tail_cannot_work_in():
     with pytest.raises(SolverError, match="mixed GPU-hours and mixed price come together"):
         wp.terms(*args, TailForecast(hours, np.zeros(k), np.full(k, 1.0), np.full(k, 3.0),
                                      mixed_gpu_hours=np.ones(k)))
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(hours=st.lists(st.floats(0.0, 10.0), min_size=1, max_size=12), amount=st.floats(0.0, 40.0))
+def test_the_nets_margin_comes_off_the_tails_last_hours(hours, amount):
+    """The margin is taken from the end: the total drops by the margin (never below 0), no block grows or goes
+    negative, and a block keeps its hours unless every block after it is emptied."""
+    h = np.asarray(hours)
+    out = _take_from_end(h, amount)
+    assert np.all(out >= 0) and np.all(out <= h + 1e-12)
+    assert out.sum() == pytest.approx(max(h.sum() - amount, 0.0), abs=1e-9)
+    cut = np.flatnonzero(out < h - 1e-12)
+    if cut.size:
+        np.testing.assert_allclose(out[cut[0] + 1:], 0.0, atol=1e-12)  # after the first cut block: all taken

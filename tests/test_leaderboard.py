@@ -227,14 +227,11 @@ def test_slack_reserve_beats_uniform_progress_on_windows_it_was_not_made_for(lea
     assert s.loc["slack_reserve", "mean_cost"] < 0.97 * s.loc["uniform_progress", "mean_cost"]
 
 
-def test_slack_reserve_keeps_a_slot_for_the_deadline_guard():
+def test_slack_reserve_keeps_a_slot_for_the_deadline_guard(spell_gap_episodes):
     """The deadline rules round the time the work needs up to whole slots. With 0.02-h restarts a floor of four
     restarts is under one 10-min slot, so without a slot in it the policy waited into the guard's rounding and was
     held on on-demand GPUs through the spot that came after a 12-h gap (98.32 $ against 92.92 with the slot)."""
-    hist = np.tile(np.r_[np.ones(30), np.zeros(30)], 17)[:1008]
-    fut = np.r_[np.zeros(72), np.tile(np.r_[np.ones(12), np.zeros(6)], 20)][:360]
-    a = np.r_[hist, fut]
-    ep = Episodes.from_windows(_market(a), [1008], [1008 + 52 * 6], history=1008)
+    ep = spell_gap_episodes
     job = make_job(48, 52, overhead_hours=0.02)
     sem = Semantics.cant_be_late()
     cost = {g: simulate(sem.policy("slack_reserve", {"guard_slots": g}), ep, job, sem.settings) for g in (0, 1)}

@@ -30,9 +30,9 @@ Rules, per slot and window:
    hours of history before the window and the slots seen so far, plus a prior of ``prior_rate`` spells per hour
    worth ``prior_hours`` hours, and planned on its upper confidence bound
    ``(n + z^2/2 + z * sqrt(n + z^2/4)) / T`` (Poisson, ``z = 3``). Why the history: how often spot comes and
-   goes is a property of the market that its past shows, and it sets how much slack the restarts will take. Why the upper bound: a reserve too small
-   ends the job pinned to on-demand GPUs (Greedy's failure), one too large only waits less, so with little
-   history (a window near the start of a trace) the policy keeps more.
+   goes is a property of the market that its past shows, and it sets how much slack the restarts will take.
+   Why the upper bound: a reserve too small ends the job pinned to on-demand GPUs (Greedy's failure), one too
+   large only waits less, so with little history (a window near the start of a trace) the policy keeps more.
 4. **Deadline**: the two deadline rules of Greedy and Uniform Progress (`base.deadline_rules`) and the
    simulator's safety net, as for every online policy, so the hard deadline holds.
 
