@@ -185,3 +185,39 @@ def test_a_must_finish_plan_that_cannot_finish_does_all_it_can(seed):
         assert plans[1].objective == pytest.approx(plans[0].objective, rel=1e-6, abs=1e-4)
     give_up = wp.solve(*args, method="dp", mip_gap=1e-6, slots_left=w, must_finish=False, net="off")
     assert give_up.objective >= plans[1].objective - 1e-6
+
+
+@pytest.mark.parametrize("method", ["dp", "milp"])
+def test_a_job_that_may_stop_stops_where_the_net_would_take_it_over(method):
+    """Give-up (`must_finish=False`) inside the strict net: a job whose finishing on demand costs more than its
+    value and penalty stops (earning -penalty) instead of being driven to the end on on-demand GPUs, as the net
+    with `give_up` does. Before, the window problem only knew the net's on-demand rescue: with no spot in sight,
+    CHC with perfect forecasts paid 841 $ to earn a 529-$ job (GCP H100 europe-west3-c) where stopping lost 55."""
+    job = Job(work=8.0, deadline_h=10.0, hard_deadline_h=10.0, n_min=1, n_max=1, value=10.0, miss_penalty=2.0)
+    wp = WindowProblem(job, 10, 1.0, blocks=0)
+    state = WindowState(0.0, job.work, 0, 0, 0.0)
+    args = (state, np.zeros(10), np.ones(10), np.full(10, 3.0), None)
+    stop = wp.solve(*args, slots_left=10, must_finish=False, net="strict", method=method, solver="highs")
+    assert stop.objective == pytest.approx(-2.0) and not (stop.o + stop.s).any()
+    keep = wp.solve(*args, slots_left=10, must_finish=True, net="strict", method=method, solver="highs")
+    assert keep.objective == pytest.approx(10.0 - 8 * 3.0) and keep.o.sum() == 8  # must finish: it finishes
+
+
+@pytest.mark.parametrize("method", ["dp", "milp"])
+def test_the_timing_bias_does_not_decide_whether_to_finish(method):
+    """A job worth slightly less than finishing it on spot (12.16 $ of spot against value 10 + penalty 2): at the
+    true prices the plan stops. The timing bias (`urgency`: the window's spot up to 10% cheaper) made finishing
+    look worth 0.2 $ more than stopping; the decision to stop is now taken at the true prices, and a job worth
+    finishing still finishes under the bias."""
+    job = Job(work=8.0, deadline_h=10.0, hard_deadline_h=10.0, n_min=1, n_max=1, value=10.0, miss_penalty=2.0)
+    wp = WindowProblem(job, 4, 1.0, blocks=6)
+    state = WindowState(0.0, job.work, 0, 0, 0.0)
+    k = wp.tail_for(state).size - 1
+    tail = TailForecast(np.ones(k), np.ones(k), np.full(k, 1.52), np.full(k, 3.0))
+    common = dict(slots_left=10, must_finish=False, net="strict", method=method, solver="highs", mip_gap=1e-6)
+    args = (state, np.ones(4), np.full(4, 1.52), np.full(4, 3.0), tail)
+    stop = wp.solve(*args, urgency=0.1, **common)
+    assert not (stop.o + stop.s).any() and stop.objective == pytest.approx(-2.0)
+    worth = wp.solve(state, np.ones(4), np.full(4, 1.4), np.full(4, 3.0),
+                     TailForecast(np.ones(k), np.ones(k), np.full(k, 1.4), np.full(k, 3.0)), urgency=0.1, **common)
+    assert worth.s[0] == 1  # 11.2 $ of spot for 10 + 2: it runs

@@ -31,7 +31,13 @@ followed by what happens after the window [ours]:
 - **The safety net.** The deadline safety net of the simulator forces N_max on-demand GPUs at the start of
   any slot where the remaining work can only just be finished by the hard deadline. The plan respects it:
   at the start of each later slot of the window, either the net does not fire there or the plan runs N_max
-  on-demand GPUs (what the net would impose), so a plan never counts on a slot the net would override.
+  on-demand GPUs (what the net would impose), so a plan never counts on a slot the net would override. A job
+  that need not finish (`must_finish=False`, the net's give-up) may also stop there: nothing runs from then on
+  and it earns the unfinished value. Why: the net with give-up stops a job whose finishing on demand costs more
+  than it is worth; a plan that only knew the on-demand rescue drove such a job to the end on on-demand GPUs
+  (GCP H100 europe-west3-c, a 12-h job worth 0.63 x its on-demand cost, whole-job window, perfect forecasts:
+  39.1 $/job against the optimum's 126.5; 126.4 now). Whether to stop is decided at the true prices, not the
+  timing bias's (see `solve`).
 
 Speed: the Pyomo model is built and compiled once per (job, w, blocks, pending overhead, constant on-demand
 price); the state and the tail enter only through fixed columns, bounds and objective coefficients, so each
@@ -115,6 +121,7 @@ class WindowTerms:
     value_end: np.ndarray  # (w + blocks): value if finished by the end of slot t / tail block j
     value_unused: np.ndarray  # value per share of the finishing slot left unused (where V is linear in it)
     unfinished: float  # what a plan that does not finish earns, before its costs (penalties)
+    may_stop: bool  # where the net fires, the plan may stop the job instead (give-up): it earns `unfinished`
     shortfall_price: float  # $ per work unit left beyond what window and tail can do (0: the plan may give up)
     tail_hours: np.ndarray  # length of each tail block (0: none)
     tail_spot_gpu_hours: np.ndarray  # spot GPU-hours the tail block offers
@@ -188,6 +195,11 @@ def _take_from_end(hours: np.ndarray, amount: float) -> np.ndarray:
     return np.maximum(np.minimum(hours, used[::-1] - amount), 0.0) if amount > 0 else hours
 
 
+def _stops(plan: WindowPlan, terms: WindowTerms) -> bool:
+    """Whether a plan of a job that may stop is worth no more than stopping it (within the solver's tolerance)."""
+    return plan.objective <= terms.unfinished + 1e-9 * max(1.0, abs(terms.unfinished))
+
+
 def build_window_model(job: Job, w: int, slot_hours: float, pending_h: float = 0.0,
                        od_shift_cut: bool = True, blocks: int = 0) -> pe.ConcreteModel:
     """Pyomo MILP of the window problem with placeholder data (see the module docstring)."""
@@ -229,9 +241,15 @@ def build_window_model(job: Job, w: int, slot_hours: float, pending_h: float = 0
     m.N = pe.RangeSet(0, T - 1)  # (not K: a throughput table's counts are m.K)
     m.lim = pe.Var(m.N)  # fixed per solve
     m.z = pe.Var(m.N, domain=pe.Binary)
-    m.net = pe.Constraint(m.N, rule=lambda m, k: m.state["R"] - m.cum[k] - m.lim[k]
-                          - big * m.z[k] - (big + job.max_rate * ((T + 1) * dt + job.overhead_h)) * m.f[k] <= 0)
     m.net_od = pe.Constraint(m.N, rule=lambda m, k: m.o[k] >= job.n_max * m.z[k])
+    # Give-up (a job that need not finish, `may_stop`): where the net would fire, the plan may stop the job instead,
+    # as the net with `give_up` does; q[k] = 1 once it has stopped (by slot k): nothing runs from then on, the tail
+    # included, and the plan earns the unfinished job's value. The upper bound of q is set per solve (0: no stop).
+    m.q = pe.Var(m.N, domain=pe.Binary)
+    m.q_mono = pe.Constraint(m.N, rule=lambda m, k: m.q[k] >= m.q[k - 1] if k > 0 else pe.Constraint.Skip)
+    m.q_idle = pe.Constraint(m.N, rule=lambda m, k: m.o[k] + m.s[k] <= job.n_max * (1 - m.q[k]))
+    m.net = pe.Constraint(m.N, rule=lambda m, k: m.state["R"] - m.cum[k] - m.lim[k] - big * m.z[k]
+                          - (big + job.max_rate * ((T + 1) * dt + job.overhead_h)) * (m.f[k] + m.q[k]) <= 0)
 
     # The fluid tail after the window
     B = int(blocks)
@@ -245,6 +263,8 @@ def build_window_model(job: Job, w: int, slot_hours: float, pending_h: float = 0
     segments = work_segments(job)
     m.G = pe.RangeSet(0, len(segments) - 1)
     m.t_gpus = pe.Constraint(m.B, rule=lambda m, j: m.gs[j] + m.gm[j] + m.go[j] <= job.n_max * m.len[j])
+    m.t_stop = pe.Constraint(m.B, rule=lambda m, j: m.gs[j] + m.gm[j] + m.go[j]
+                             <= job.n_max * (job.hard_deadline_h + dt) * (1 - m.q[T - 1]))
     m.t_work = pe.Constraint(m.B, m.G, rule=lambda m, j, k: m.wt[j] <= segments[k][1] * (m.gs[j] + m.gm[j] + m.go[j])
                              + segments[k][2] * m.len[j])
     peak = sum(width * slope for width, slope, _ in segments)  # H(N_max) unless a table's H falls before
@@ -378,6 +398,7 @@ class WindowProblem:
             constant_od=bool(np.all(od == od[0])), lim=lim, value_end=job.value_at(ends),
             value_unused=np.where(linear, job.value * dt / max(hd - d, 1e-12), 0.0),
             unfinished=-job.miss_penalty - (self.finish_penalty(od) if must_finish else 0.0),
+            may_stop=not must_finish and net != "off",
             shortfall_price=self.shortfall_price(np.concatenate([od, c_go[:n_used]])) if must_finish else 0.0,
             tail_hours=lengths, tail_spot_gpu_hours=gs_hi, tail_spot_price=c_gs, tail_od_price=c_go,
             tail_mixed_gpu_hours=gm_hi, tail_mixed_price=c_gm)
@@ -407,6 +428,24 @@ class WindowProblem:
             raise SolverError(f"unknown solver {solver!r}; use one of {', '.join(BACKENDS)}")
         terms = self.terms(state, avail, spot_price, od_price, tail, slots_left, urgency, must_finish, net,
                            window_urgency)
+        biased = not (np.array_equal(terms.od_cost, terms.od_refund) and np.array_equal(terms.sp_cost, terms.sp_refund))
+        if not (terms.may_stop and biased):
+            return self._solve(state, terms, method, solver, time_limit, mip_gap, started)
+        # Whether to stop the job is decided at the true prices: the timing bias makes the window's spot cheaper and
+        # its on-demand dearer than they are, which would tip a job worth about what finishing it costs one way or
+        # the other. If stopping is the best plan at the true prices, it is the plan; else the biased plan times
+        # the work, unless it would stop
+        plain = replace(terms, od_cost=terms.od_refund, sp_cost=terms.sp_refund)
+        first = self._solve(state, plain, method, solver, time_limit, mip_gap, started)
+        if first is None or _stops(first, plain):
+            return first
+        plan = self._solve(state, terms, method, solver, time_limit - (time.perf_counter() - started), mip_gap,
+                           time.perf_counter())
+        return first if plan is None or _stops(plan, terms) else replace(plan, seconds=time.perf_counter() - started)
+
+    def _solve(self, state: WindowState, terms: WindowTerms, method: str, solver: str, time_limit: float,
+               mip_gap: float, started: float) -> WindowPlan | None:
+        """One solve of `terms` by `method` (see `solve`)."""
         start = None
         if method != "milp":
             from .window_dp import WindowDP, dp_applies
@@ -460,6 +499,7 @@ class WindowProblem:
             col_hi[tuple(ix["gm"])] = terms.tail_mixed_gpu_hours
         col_lo[tuple(ix["lim"])] = terms.lim
         col_hi[tuple(ix["lim"])] = terms.lim
+        col_hi[tuple(ix["q"])] = np.full(T, 1.0 if terms.may_stop else 0.0)
         # value if finished by the end of slot t / block j, as coefficients of the monotone indicators
         v_end = terms.value_end
         c_ind = v_end - np.append(v_end[1:], terms.unfinished)

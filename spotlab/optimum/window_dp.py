@@ -341,6 +341,8 @@ class WindowDP:
                 i = int(np.argmax(np.where(ok, self.alloc.rate[np.maximum(moves.k, 0)] * (moves.k >= 0)
                                            * (dt - moves.loss), -np.inf)))
             k = int(moves.k[i])
+            if k < 0 and self._stops(terms, t, np.array([k]), np.array([R - done]))[0]:  # stopped: nothing runs
+                return o, s, work, objective + float(terms.unfinished)
             objective += float(now[i])
             if k >= 0:
                 o[t], s[t] = self.alloc.o[k], self.alloc.s[k]
@@ -386,8 +388,16 @@ class WindowDP:
         finish = unused * (o * terms.od_refund[t] + s * terms.sp_refund[t] + terms.value_unused[t]) \
             + terms.value_end[t]
         now = np.where(fin, finish, 0.0) - (o * terms.od_cost[t] + s * terms.sp_cost[t])
-        ok = fin | (after <= terms.lim[t]) | (run & (mv.k == self.full_od) & (after - terms.lim[t] <= self.job.work))
-        return np.where(ok, now + np.where(fin, 0.0, later), -np.inf), fin, now, ok
+        stop = self._stops(terms, t, mv.k, after)
+        ok = fin | stop | (after <= terms.lim[t]) | (run & (mv.k == self.full_od)
+                                                    & (after - terms.lim[t] <= self.job.work))
+        return np.where(ok, np.where(stop, terms.unfinished, now + np.where(fin, 0.0, later)), -np.inf), fin, now, ok
+
+    @staticmethod
+    def _stops(terms: WindowTerms, t: int, k: np.ndarray, after: np.ndarray) -> np.ndarray:
+        """Per move: whether it stops the job (give-up): an idle slot that leaves more work than the net allows.
+        Why only idle: any other move the net would override there is stopped by it just the same."""
+        return (k < 0) & (after > terms.lim[t]) & bool(terms.may_stop) & (t < terms.left)
 
     # --------------------------------------------------------------------------------- backward pass
 
@@ -427,7 +437,8 @@ class WindowDP:
         _, n, S = nxt.shape
         P = (S - 1) // al.size
         K = al.allowed(terms.s_hi[t])  # the allocations this slot allows: a prefix
-        idle = np.where(idle_left <= lim, nxt[:, :, 0], -np.inf)  # (2, n)
+        # idling into the net's limit: the net takes the job over, or, with give-up, the plan stops it there
+        idle = np.where(idle_left <= lim, nxt[:, :, 0], terms.unfinished if terms.may_stop else -np.inf)  # (2, n)
         if K == 0:
             out[:] = idle[:, :, None]
             return
