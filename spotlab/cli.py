@@ -213,6 +213,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="spot price = share x on-demand, for traces without a spot price")
     h.add_argument("--solver", choices=("glpk", "highs"), default="glpk",
                    help="MILP solver of the optimum and of CHC's windows")
+    h.add_argument("--give-up", choices=("auto", "on", "off"), default="auto",
+                   help="may the safety net stop a job not worth finishing on demand? auto (default): for jobs "
+                        "with a value or a miss penalty, as the optimum may leave them unfinished")
     h.add_argument("--out", default=os.path.join("build", "heldout"),
                    help="output folder (default build/heldout): heldout_checks.csv, heldout_comparison_jobs.csv")
     h.add_argument("--json", action="store_true", help="print the checks as JSON records (otherwise a table)")
@@ -472,7 +475,7 @@ def cmd_heldout(args) -> int:
                         stride_hours=args.stride_hours, max_jobs=args.max_jobs, w=args.w,
                         full_window=not args.no_full_window, solver=args.solver, out_dir=args.out,
                         slot_hours=args.slot_hours, od_price=args.od_price, spot_share=args.spot_share,
-                        progress=args.progress)
+                        progress=args.progress, give_up={"auto": None, "on": True, "off": False}[args.give_up])
     c = res.checks
     if args.json:
         print(c.to_json(orient="records"))

@@ -111,6 +111,21 @@ def test_check_runs_every_method_resumes_and_writes_as_it_goes(tmp_path):
     again = heldout_check("calm", jobs=2, max_jobs=2, w=4, out_dir=tmp_path)
     pd.testing.assert_frame_equal(again.checks, c, check_exact=False)
     assert len(pd.read_csv(tmp_path / "heldout_comparison_jobs.csv")) == n_rows  # read back, not appended
+    # the net may give up exactly where the optimum may leave the job unfinished: on jobs with a value
+    assert (c["give_up"] == ~c["cost_only"].astype(bool)).all()
+
+
+def test_give_up_is_part_of_a_runs_key_and_checked(tmp_path):
+    """Rows computed with the net's give-up off are not read back for a run with it on (and the other way)."""
+    spec = next(i for i in range(20) if random_spec(0, i).value_factor > 0)
+    off = heldout_check("calm", indices=[spec], max_jobs=2, w=4, full_window=False, out_dir=tmp_path, give_up=False)
+    rows = len(pd.read_csv(tmp_path / "heldout_comparison_jobs.csv"))
+    on = heldout_check("calm", indices=[spec], max_jobs=2, w=4, full_window=False, out_dir=tmp_path)
+    assert not off.checks["give_up"].iloc[0] and on.checks["give_up"].iloc[0]
+    assert len(pd.read_csv(tmp_path / "heldout_comparison_jobs.csv")) == rows  # superseded, not appended to
+    assert (on.jobs["setup_key"].values != off.jobs["setup_key"].values).all()
+    with pytest.raises(TraceError, match="give_up must be"):
+        heldout_check("calm", jobs=1, give_up="yes")
 
 
 def test_bad_inputs_fail_before_any_run(tmp_path):

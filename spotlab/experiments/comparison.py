@@ -46,6 +46,7 @@ from ..policies.registry import resolved_params
 from ..policies.select import ALGORITHMS, known_from
 from ..policies.hedge import OWN_RATE, SELECTORS, SelectionRun, loglog_slope, regret_bound_hedge, warm_started
 from ..simulator import SimSettings, horizon_slots, simulate
+from ..runs import Semantics
 from . import setups
 from .cells import Cell, Done, Table, run
 from .outputs import FIGURE, declare
@@ -313,7 +314,7 @@ def main_comparison(markets: Iterable[str | Market] | Mapping[str, Market] | str
                     out_dir: str | Path | None = None, prefix: str = "07", resume: bool = True,
                     slot_hours: float = 1.0, hours: float = 24 * 21, market_seed: int = 0,
                     progress: bool = False, verbose: bool = False, od_price: float | None = None,
-                    spot_share: float | None = None) -> Comparison:
+                    spot_share: float | None = None, semantics: Semantics | None = None) -> Comparison:
     """Every method on the same job episodes of every market; incremental and resumable through `out_dir`.
 
     `markets`: keys of `setups.MARKET_SPECS` (default: all), paths of one's own traces (`"PATH"` or `"PATH#ZONE"`;
@@ -322,7 +323,8 @@ def main_comparison(markets: Iterable[str | Market] | Mapping[str, Market] | str
     baselines `on_demand`, `greedy`, `uniform_progress` for `improvement`. `stride_hours`: one value or one
     per market label. With `out_dir`, rows go to `<out_dir>/<prefix>_comparison_jobs.csv` per (market,
     method) as soon as they are computed; with `resume`, pairs whose rows with the same setup key are there
-    are read instead of recomputed (`resume=False` recomputes and replaces them).
+    are read instead of recomputed (`resume=False` recomputes and replaces them). `semantics`: billing and safety
+    net of every run (default spotlab's: fractional billing, the strict net without give-up).
     """
     spec = _check_spec(spec)
     _check_max_jobs(max_jobs)
@@ -366,6 +368,8 @@ def main_comparison(markets: Iterable[str | Market] | Mapping[str, Market] | str
                            "stride_hours": strides[key], "seed": seed, **setups.describe(job, mkt, episodes)})
         base = {"market": _fingerprint(mkt), "spec": asdict(spec), "stride": strides[key], "max_jobs": max_jobs,
                 "seed": seed, "jobs": episodes.n}
+        if semantics is not None and semantics != Semantics():  # the default's keys stay those of earlier runs
+            base["semantics"] = asdict(semantics)
         for label, (name, params) in checked.items():
             cells.append(Cell("main comparison", {**base, "method": label, "policy": name, "params": params,
                                                   "resolved": resolved_params(name, params)},
@@ -375,7 +379,7 @@ def main_comparison(markets: Iterable[str | Market] | Mapping[str, Market] | str
         episodes, job = cell.inputs
         key, label = cell.labels["market"], cell.labels["method"]
         name, params = cell.params["policy"], cell.params["params"]
-        rows = setups.run_methods({label: (name, params)}, episodes, job, seed=seed, progress=progress)
+        rows = setups.run_methods({label: (name, params)}, episodes, job, semantics, seed=seed, progress=progress)
         rows.insert(0, "market", key)
         rows["role"] = _role(label, name)
         rows["params"] = json.dumps(params, sort_keys=True, default=str)

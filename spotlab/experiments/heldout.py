@@ -22,6 +22,9 @@ each bar holds:
 allows ``tie`` $/job of rounding. The optimum is the hindsight plan: ``must_finish=False`` (the upper bound)
 for a job with a value or a miss penalty; a cost-only job (value and penalty 0) must finish, otherwise doing
 nothing would be its optimum. A cost-only job's utility is minus its cost, so the same bars read on cost.
+Like with like: where the optimum may leave a job unfinished, the online methods' safety net may too (its
+give-up: it stops a job whose finishing on demand costs more than its value and penalty); without it, the net
+drives such a job to the end on on-demand GPUs and no guarded policy can reach the optimum's utility.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ import pandas as pd
 
 from ..errors import TraceError
 from ..market import Market
+from ..runs import Semantics
 from ..simulator import horizon_slots
 from . import setups
 from .comparison import A3, _check_max_jobs, _check_positive, _check_seed, _resolve_market, main_comparison
@@ -161,15 +165,19 @@ def heldout_check(markets: Iterable[str | Market] | str | Market, jobs: int = 8,
                   solver: str = "glpk", n_jobs: int = 1, out_dir: str | Path | None = None,
                   slot_hours: float = 1.0, od_price: float | None = None, spot_share: float | None = None,
                   progress: bool | None = False, full_rel: float = 0.01, window_rel: float = 0.10,
-                  tie: float = 0.05) -> HeldOut:
+                  tie: float = 0.05, give_up: bool | None = None) -> HeldOut:
     """Run the bars of the module docstring for `jobs` random job specs (`random_spec(seed, i)`; `indices`
     picks which i) on every market: keys of `setups.MARKET_SPECS`, trace paths (`"PATH#ZONE"` for one zone
     of a CSV) or `Market` objects. Jobs start every `stride_hours` after a week of history (the forecasters'
     and A3's warm-up), at most `max_jobs` per market. With `out_dir`, per-job rows go to
     `heldout_comparison_jobs.csv` as each (market, job spec, method) finishes, and a rerun resumes from them;
-    the checks are written to `heldout_checks.csv`."""
+    the checks are written to `heldout_checks.csv`. `give_up`: whether the safety net may stop a job not worth
+    finishing on demand (`policies.safety_net`), for every online method; None (the default): for every job with
+    a value or a miss penalty, never for a cost-only job."""
     seed = _check_seed(seed)
     _check_max_jobs(max_jobs)
+    if give_up is not None and not isinstance(give_up, (bool, np.bool_)):
+        raise TraceError(f"give_up must be true, false or None (for jobs with a value), got {give_up!r}")
     _check_positive(stride_hours, "stride_hours")
     if isinstance(w, bool) or not isinstance(w, (int, np.integer)) or w < 1:
         raise TraceError(f"w must be a whole number of slots >= 1, got {w!r}")
@@ -198,12 +206,14 @@ def heldout_check(markets: Iterable[str | Market] | str | Market, jobs: int = 8,
             job = spec.job(mkt)
             cost_only = job.value == 0 and job.miss_penalty == 0
             methods = _methods(horizon_slots(job, mkt.slot_hours), cost_only, int(w), solver, n_jobs, full_window)
+            stops = (not cost_only) if give_up is None else bool(give_up)
             comp = main_comparison({f"{key} job {i}": mkt}, spec, methods, stride_hours=stride_hours,
-                                   max_jobs=max_jobs, seed=seed, out_dir=out_dir, prefix=PREFIX)
+                                   max_jobs=max_jobs, seed=seed, out_dir=out_dir, prefix=PREFIX,
+                                   semantics=Semantics(give_up=stops))
             comp.jobs.insert(1, "job_spec", i)
             parts.append(comp.jobs)
             row = bars(comp.jobs, full_rel, window_rel, tie).iloc[0].to_dict()
-            row.update(market=key, job_spec=i, cost_only=cost_only,
+            row.update(market=key, job_spec=i, cost_only=cost_only, give_up=stops,
                        **{f"spec_{k}": v for k, v in asdict(spec).items() if k not in ("model", "alpha")})
             row.update(work=job.work, value=job.value, miss_penalty=job.miss_penalty,
                        od_cost=float(comp.setups.iloc[0]["od_cost"]))
@@ -216,7 +226,7 @@ def heldout_check(markets: Iterable[str | Market] | str | Market, jobs: int = 8,
 
 def _ordered(checks: list[dict]) -> pd.DataFrame:
     """The verdicts first, then the means and the job's fields."""
-    lead = ["market", "job_spec", "jobs", *BARS, "cost_only", "a3_reference", "net_binds"]
+    lead = ["market", "job_spec", "jobs", *BARS, "cost_only", "give_up", "a3_reference", "net_binds"]
     table = pd.DataFrame(checks)
     return table[[c for c in lead if c in table.columns] + [c for c in table.columns if c not in lead]]
 
