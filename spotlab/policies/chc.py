@@ -92,6 +92,17 @@ from 99.37 to 95.20 $ a run (optimum 88.63, uniform progress 100.57): lower on 8
 most). The rest of the gap is the tail's certainty: it expects the
 spells of the past week, so where spot then flickers more it still idles at first while its window shows none.
 
+Why a job that may give up plans to stop [ours]: with the net's give-up (`make_policy(..., give_up=True)`) the
+window problem need not finish (`must_finish=False`) and may stop the job where the net would take it over, as the
+net then does when finishing on demand costs more than the job's value and penalty (`WindowTerms.may_stop`).
+Before, the plan knew only the net's on-demand rescue: with no spot in sight it drove such a job to the end on
+on-demand GPUs. On a 12-h job of 2-8 GPUs worth 0.63 x its on-demand cost (`spotlab heldout`, seed 5, job shape 2;
+nine GCP H100 zones), CHC with perfect forecasts over the whole job went from 39.1 to 126.4 $/job on
+europe-west3-c (optimum 126.5), 39.5 to 103.4 on us-east4-a (104.0), 108.5 to 141.3 on us-west1-a (142.4) and
+-174.6 to -3.7 on us-west1-b (-3.7); with w = 12 (all but the job's last slot) it is now within 1% of the optimum on all nine. Whether to stop
+is decided at the true prices: the timing bias below made a job worth slightly less than its spot cost look
+worth finishing (asia-south2-b: -69.4 $/job against -56.0 for stopping).
+
 Why `urgency = 0.1` [ours]: the tail's spot capacity is what the past leads one to expect, not a forecast, and
 spot expected later is worth less than spot in hand. With a mere tie-break (0.005) and a 1% gap, a plan could
 defer the spot it had for the tail's and lose the job's value when that spot never came (GCP H100 us-east4-a,
