@@ -32,12 +32,16 @@ followed by what happens after the window [ours]:
   any slot where the remaining work can only just be finished by the hard deadline. The plan respects it:
   at the start of each later slot of the window, either the net does not fire there or the plan runs N_max
   on-demand GPUs (what the net would impose), so a plan never counts on a slot the net would override. A job
-  that need not finish (`must_finish=False`, the net's give-up) may also stop there: nothing runs from then on
-  and it earns the unfinished value. Why: the net with give-up stops a job whose finishing on demand costs more
-  than it is worth; a plan that only knew the on-demand rescue drove such a job to the end on on-demand GPUs
-  (GCP H100 europe-west3-c, a 12-h job worth 0.63 x its on-demand cost, whole-job window, perfect forecasts:
-  39.1 $/job against the optimum's 126.5; 126.4 now). Whether to stop is decided at the true prices, not the
-  timing bias's (see `solve`).
+  that need not finish (`must_finish=False`) inside a net (the net's give-up) may also stop there: nothing runs
+  from then on and it earns minus the miss penalty. Why: the net with give-up stops a job whose finishing on
+  demand costs more than it is worth; a plan that only knew the on-demand rescue drove such a job to the end on
+  on-demand GPUs (GCP H100 europe-west3-c, a 12-h job worth 0.63 x its on-demand cost, whole-job window, perfect
+  forecasts: 39.1 $/job against the optimum's 126.5; 126.4 now). Only there, as late as the net decides, and
+  never in the tail, which must still finish: a plan that could stop on the tail's expectations (an average of
+  the past, pessimistic after a drought) idled through spot it had in hand (the same zone, an 86-h job on one
+  GPU, w = 12: 121.4 $/job, and 138.7 with stops in the window too, against 163.1 for a plan that must finish).
+  Whether to stop is decided at the true prices, not the timing bias's (see `solve`). With the net off,
+  `must_finish=False` lets the plan leave the job unfinished at the tail's end instead.
 
 Speed: the Pyomo model is built and compiled once per (job, w, blocks, pending overhead, constant on-demand
 price); the state and the tail enter only through fixed columns, bounds and objective coefficients, so each
@@ -63,6 +67,7 @@ from .matrix import BACKENDS, StandardForm, compile_model, solve_highs, with_upd
 from .model import _link_finishing_slot, _unused_capacity, add_allocation
 
 STATE = ("o0", "s0", "y0", "R")
+STOP_EPS = 1e-7  # work beyond the net's limit that makes a slot one the net would take over (MILP tolerance)
 METHODS = ("auto", "dp", "milp")
 
 
@@ -121,7 +126,8 @@ class WindowTerms:
     value_end: np.ndarray  # (w + blocks): value if finished by the end of slot t / tail block j
     value_unused: np.ndarray  # value per share of the finishing slot left unused (where V is linear in it)
     unfinished: float  # what a plan that does not finish earns, before its costs (penalties)
-    may_stop: bool  # where the net fires, the plan may stop the job instead (give-up): it earns `unfinished`
+    may_stop: bool  # where the net fires, the plan may stop the job instead (give-up): it then earns `stop_value`
+    stop_value: float  # what a stopped job earns, before its costs (minus the miss penalty)
     shortfall_price: float  # $ per work unit left beyond what window and tail can do (0: the plan may give up)
     tail_hours: np.ndarray  # length of each tail block (0: none)
     tail_spot_gpu_hours: np.ndarray  # spot GPU-hours the tail block offers
@@ -197,7 +203,7 @@ def _take_from_end(hours: np.ndarray, amount: float) -> np.ndarray:
 
 def _stops(plan: WindowPlan, terms: WindowTerms) -> bool:
     """Whether a plan of a job that may stop is worth no more than stopping it (within the solver's tolerance)."""
-    return plan.objective <= terms.unfinished + 1e-9 * max(1.0, abs(terms.unfinished))
+    return plan.objective <= terms.stop_value + 1e-9 * max(1.0, abs(terms.stop_value))
 
 
 def build_window_model(job: Job, w: int, slot_hours: float, pending_h: float = 0.0,
@@ -248,6 +254,9 @@ def build_window_model(job: Job, w: int, slot_hours: float, pending_h: float = 0
     m.q = pe.Var(m.N, domain=pe.Binary)
     m.q_mono = pe.Constraint(m.N, rule=lambda m, k: m.q[k] >= m.q[k - 1] if k > 0 else pe.Constraint.Skip)
     m.q_idle = pe.Constraint(m.N, rule=lambda m, k: m.o[k] + m.s[k] <= job.n_max * (1 - m.q[k]))
+    # ... only where the net would take it over: the slot it stops in leaves more work than lim allows
+    m.q_where = pe.Constraint(m.N, rule=lambda m, k: m.state["R"] - m.cum[k] - m.lim[k] >= STOP_EPS - (
+        3 * big + 1 + job.max_rate * (job.hard_deadline_h + (T + 1) * dt)) * (1 - m.q[k] + (m.q[k - 1] if k else 0)))
     m.net = pe.Constraint(m.N, rule=lambda m, k: m.state["R"] - m.cum[k] - m.lim[k] - big * m.z[k]
                           - (big + job.max_rate * ((T + 1) * dt + job.overhead_h)) * (m.f[k] + m.q[k]) <= 0)
 
@@ -272,12 +281,14 @@ def build_window_model(job: Job, w: int, slot_hours: float, pending_h: float = 0
     m.t_mono = pe.Constraint(m.B, rule=lambda m, j: m.ft[j] >= (m.ft[j - 1] if j > 0 else m.f[T - 1]))
     m.t_progress = pe.Constraint(m.B, rule=lambda m, j: m.cum[T - 1] + sum(m.wt[i] for i in range(j + 1))
                                  >= m.state["R"] - big * (1 - m.ft[j]))
+    # a job counted finished, in the window or the tail, was not stopped (nor paid the stop's value)
+    m.q_done = pe.Constraint(expr=m.q[T - 1] + (m.ft[B - 1] if B else m.f[T - 1]) <= 1)
     # Work a plan leaves beyond what the window and the tail can do, priced per solve (`shortfall_price`), so that
     # a plan that cannot finish still does all it can instead of earning one constant whatever it does
     m.SHORT = pe.Set(initialize=[0])
     m.short = pe.Var(m.SHORT, domain=pe.NonNegativeReals)
     m.shortfall = pe.Constraint(m.SHORT, rule=lambda m, i: m.short[i] >= m.state["R"] - m.cum[T - 1]
-                                - sum(m.wt[j] for j in m.B))
+                                - sum(m.wt[j] for j in m.B) - big * m.q[T - 1])  # a stopped job owes nothing
     # Objective with placeholder coefficients; every solve sets the real ones (prices, value by slot).
     m.utility = pe.Objective(
         expr=sum(m.f[t] + m.cum[t] - m.o[t] - m.s[t] for t in m.T) - m.short[0]
@@ -390,6 +401,10 @@ class WindowProblem:
         lo_c, hi_c = ends[:T] - dt, ends[:T]
         d, hd = job.deadline_h, job.hard_deadline_h
         linear = (lo_c >= d - 1e-9) & (hi_c <= hd + 1e-9) & (hd > d + 1e-9)
+        # a job that need not finish, inside a net, stops only where the net would take it over, in the window; the
+        # tail, an expectation, never decides to stop (see the module docstring)
+        may_stop = not must_finish and net != "off"
+        finish = must_finish or may_stop
         return WindowTerms(
             remaining=float(state.remaining), prev_o=int(state.prev_o), prev_s=int(state.prev_s), running=running,
             pending_h=state.pending_h if running else 0.0, left=left, slot_hours=dt,
@@ -397,9 +412,9 @@ class WindowProblem:
             od_cost=od * dt * (1.0 + early), sp_cost=sp * dt * (1.0 - early), od_refund=od * dt, sp_refund=sp * dt,
             constant_od=bool(np.all(od == od[0])), lim=lim, value_end=job.value_at(ends),
             value_unused=np.where(linear, job.value * dt / max(hd - d, 1e-12), 0.0),
-            unfinished=-job.miss_penalty - (self.finish_penalty(od) if must_finish else 0.0),
-            may_stop=not must_finish and net != "off",
-            shortfall_price=self.shortfall_price(np.concatenate([od, c_go[:n_used]])) if must_finish else 0.0,
+            unfinished=-job.miss_penalty - (self.finish_penalty(od) if finish else 0.0),
+            may_stop=may_stop, stop_value=-float(job.miss_penalty),
+            shortfall_price=self.shortfall_price(np.concatenate([od, c_go[:n_used]])) if finish else 0.0,
             tail_hours=lengths, tail_spot_gpu_hours=gs_hi, tail_spot_price=c_gs, tail_od_price=c_go,
             tail_mixed_gpu_hours=gm_hi, tail_mixed_price=c_gm)
 
@@ -511,6 +526,7 @@ class WindowProblem:
             cost[tuple(ix["go"])] = -terms.tail_od_price
             cost[tuple(ix["gm"])] = -terms.tail_mixed_price
         cost[tuple(ix["z"])] = np.zeros(T)
+        cost[tuple(ix["q"])] = np.append(np.zeros(T - 1), terms.stop_value - terms.unfinished)  # a stop earns its own
         cost[tuple(ix["short"])] = np.array([-terms.shortfall_price])
         nb = int(ix["z_o"].size // T)
         weights = (2.0 ** np.arange(nb))[None, :]

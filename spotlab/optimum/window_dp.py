@@ -342,7 +342,7 @@ class WindowDP:
                                            * (dt - moves.loss), -np.inf)))
             k = int(moves.k[i])
             if k < 0 and self._stops(terms, t, np.array([k]), np.array([R - done]))[0]:  # stopped: nothing runs
-                return o, s, work, objective + float(terms.unfinished)
+                return o, s, work, objective + float(terms.stop_value)
             objective += float(now[i])
             if k >= 0:
                 o[t], s[t] = self.alloc.o[k], self.alloc.s[k]
@@ -391,7 +391,7 @@ class WindowDP:
         stop = self._stops(terms, t, mv.k, after)
         ok = fin | stop | (after <= terms.lim[t]) | (run & (mv.k == self.full_od)
                                                     & (after - terms.lim[t] <= self.job.work))
-        return np.where(ok, np.where(stop, terms.unfinished, now + np.where(fin, 0.0, later)), -np.inf), fin, now, ok
+        return np.where(ok, np.where(stop, terms.stop_value, now + np.where(fin, 0.0, later)), -np.inf), fin, now, ok
 
     @staticmethod
     def _stops(terms: WindowTerms, t: int, k: np.ndarray, after: np.ndarray) -> np.ndarray:
@@ -438,7 +438,7 @@ class WindowDP:
         P = (S - 1) // al.size
         K = al.allowed(terms.s_hi[t])  # the allocations this slot allows: a prefix
         # idling into the net's limit: the net takes the job over, or, with give-up, the plan stops it there
-        idle = np.where(idle_left <= lim, nxt[:, :, 0], terms.unfinished if terms.may_stop else -np.inf)  # (2, n)
+        idle = np.where(idle_left <= lim, nxt[:, :, 0], terms.stop_value if terms.may_stop else -np.inf)  # (2, n)
         if K == 0:
             out[:] = idle[:, :, None]
             return
