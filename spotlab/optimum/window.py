@@ -39,7 +39,7 @@ followed by what happens after the window [ours]:
   forecasts: 39.1 $/job against the optimum's 126.5; 126.4 now). Only there, as late as the net decides, and
   never in the tail, which must still finish: a plan that could stop on the tail's expectations (an average of
   the past, pessimistic after a drought) idled through spot it had in hand (the same zone, an 86-h job on one
-  GPU, w = 12: 121.4 $/job, and 138.7 with stops in the window too, against 163.1 for a plan that must finish).
+  GPU, w = 12: 138.7 $/job against 163.1 now; see `spotlab.policies.chc` for where it goes the other way).
   Whether to stop is decided at the true prices, not the timing bias's (see `solve`). With the net off,
   `must_finish=False` lets the plan leave the job unfinished at the tail's end instead.
 
