@@ -44,8 +44,9 @@ followed by what happens after the window [ours]:
   `must_finish=False` lets the plan leave the job unfinished at the tail's end instead.
 
 Speed: the Pyomo model is built and compiled once per (job, w, blocks, pending overhead, constant on-demand
-price); the state and the tail enter only through fixed columns, bounds and objective coefficients, so each
-solve only copies a few arrays before calling the solver. The pending overhead changes coefficients, but it
+price, give-up: a model has the stop's columns only where it may stop); the state and the tail enter only
+through fixed columns, bounds and objective coefficients, so each solve only copies a few arrays before calling
+the solver. The pending overhead changes coefficients, but it
 takes few values (delta - k * slot), so one compiled form per value is cached. Branch and bound still takes
 a tenth of a second and more per window, so `solve(method="auto")` (CHC's default) solves the same problem,
 from the same numbers (`WindowTerms`), by the dynamic programme of `window_dp.py`, proven within the gap in
@@ -207,7 +208,7 @@ def _stops(plan: WindowPlan, terms: WindowTerms) -> bool:
 
 
 def build_window_model(job: Job, w: int, slot_hours: float, pending_h: float = 0.0,
-                       od_shift_cut: bool = True, blocks: int = 0) -> pe.ConcreteModel:
+                       od_shift_cut: bool = True, blocks: int = 0, stops: bool = False) -> pe.ConcreteModel:
     """Pyomo MILP of the window problem with placeholder data (see the module docstring)."""
     T, dt = int(w), float(slot_hours)
     m = pe.ConcreteModel(name="spotlab_window_problem")
@@ -247,18 +248,21 @@ def build_window_model(job: Job, w: int, slot_hours: float, pending_h: float = 0
     m.N = pe.RangeSet(0, T - 1)  # (not K: a throughput table's counts are m.K)
     m.lim = pe.Var(m.N)  # fixed per solve
     m.z = pe.Var(m.N, domain=pe.Binary)
-    m.net_od = pe.Constraint(m.N, rule=lambda m, k: m.o[k] >= job.n_max * m.z[k])
-    # Give-up (a job that need not finish, `may_stop`): where the net would fire, the plan may stop the job instead,
-    # as the net with `give_up` does; q[k] = 1 once it has stopped (by slot k): nothing runs from then on, the tail
-    # included, and the plan earns the unfinished job's value. The upper bound of q is set per solve (0: no stop).
-    m.q = pe.Var(m.N, domain=pe.Binary)
-    m.q_mono = pe.Constraint(m.N, rule=lambda m, k: m.q[k] >= m.q[k - 1] if k > 0 else pe.Constraint.Skip)
-    m.q_idle = pe.Constraint(m.N, rule=lambda m, k: m.o[k] + m.s[k] <= job.n_max * (1 - m.q[k]))
-    # ... only where the net would take it over: the slot it stops in leaves more work than lim allows
-    m.q_where = pe.Constraint(m.N, rule=lambda m, k: m.state["R"] - m.cum[k] - m.lim[k] >= STOP_EPS - (
-        3 * big + 1 + job.max_rate * (job.hard_deadline_h + (T + 1) * dt)) * (1 - m.q[k] + (m.q[k - 1] if k else 0)))
+    # Give-up (`stops`: a job that need not finish, inside a net): where the net would fire, the plan may stop the
+    # job instead, as the net with `give_up` does; q[k] = 1 once it has stopped (by slot k): nothing runs from then
+    # on, the tail included, and the plan earns the stop's value. Without `stops` the model has no such columns.
+    if stops:
+        m.q = pe.Var(m.N, domain=pe.Binary)
+        m.q_mono = pe.Constraint(m.N, rule=lambda m, k: m.q[k] >= m.q[k - 1] if k > 0 else pe.Constraint.Skip)
+        m.q_idle = pe.Constraint(m.N, rule=lambda m, k: m.o[k] + m.s[k] <= job.n_max * (1 - m.q[k]))
+        # ... only where the net would take it over: the slot it stops in leaves more work than lim allows
+        reach = 3 * big + 1 + job.max_rate * (job.hard_deadline_h + (T + 1) * dt)  # beyond any R - cum - lim
+        m.q_where = pe.Constraint(m.N, rule=lambda m, k: m.state["R"] - m.cum[k] - m.lim[k]
+                                  >= STOP_EPS - reach * (1 - m.q[k] + (m.q[k - 1] if k else 0)))
+    q = (lambda k: m.q[k]) if stops else (lambda k: 0)
     m.net = pe.Constraint(m.N, rule=lambda m, k: m.state["R"] - m.cum[k] - m.lim[k] - big * m.z[k]
-                          - (big + job.max_rate * ((T + 1) * dt + job.overhead_h)) * (m.f[k] + m.q[k]) <= 0)
+                          - (big + job.max_rate * ((T + 1) * dt + job.overhead_h)) * (m.f[k] + q(k)) <= 0)
+    m.net_od = pe.Constraint(m.N, rule=lambda m, k: m.o[k] >= job.n_max * m.z[k])
 
     # The fluid tail after the window
     B = int(blocks)
@@ -272,8 +276,9 @@ def build_window_model(job: Job, w: int, slot_hours: float, pending_h: float = 0
     segments = work_segments(job)
     m.G = pe.RangeSet(0, len(segments) - 1)
     m.t_gpus = pe.Constraint(m.B, rule=lambda m, j: m.gs[j] + m.gm[j] + m.go[j] <= job.n_max * m.len[j])
-    m.t_stop = pe.Constraint(m.B, rule=lambda m, j: m.gs[j] + m.gm[j] + m.go[j]
-                             <= job.n_max * (job.hard_deadline_h + dt) * (1 - m.q[T - 1]))
+    if stops:
+        m.t_stop = pe.Constraint(m.B, rule=lambda m, j: m.gs[j] + m.gm[j] + m.go[j]
+                                 <= job.n_max * (job.hard_deadline_h + dt) * (1 - m.q[T - 1]))
     m.t_work = pe.Constraint(m.B, m.G, rule=lambda m, j, k: m.wt[j] <= segments[k][1] * (m.gs[j] + m.gm[j] + m.go[j])
                              + segments[k][2] * m.len[j])
     peak = sum(width * slope for width, slope, _ in segments)  # H(N_max) unless a table's H falls before
@@ -282,13 +287,14 @@ def build_window_model(job: Job, w: int, slot_hours: float, pending_h: float = 0
     m.t_progress = pe.Constraint(m.B, rule=lambda m, j: m.cum[T - 1] + sum(m.wt[i] for i in range(j + 1))
                                  >= m.state["R"] - big * (1 - m.ft[j]))
     # a job counted finished, in the window or the tail, was not stopped (nor paid the stop's value)
-    m.q_done = pe.Constraint(expr=m.q[T - 1] + (m.ft[B - 1] if B else m.f[T - 1]) <= 1)
+    if stops:
+        m.q_done = pe.Constraint(expr=m.q[T - 1] + (m.ft[B - 1] if B else m.f[T - 1]) <= 1)
     # Work a plan leaves beyond what the window and the tail can do, priced per solve (`shortfall_price`), so that
     # a plan that cannot finish still does all it can instead of earning one constant whatever it does
     m.SHORT = pe.Set(initialize=[0])
     m.short = pe.Var(m.SHORT, domain=pe.NonNegativeReals)
     m.shortfall = pe.Constraint(m.SHORT, rule=lambda m, i: m.short[i] >= m.state["R"] - m.cum[T - 1]
-                                - sum(m.wt[j] for j in m.B) - big * m.q[T - 1])  # a stopped job owes nothing
+                                - sum(m.wt[j] for j in m.B) - big * q(T - 1))  # a stopped job owes nothing
     # Objective with placeholder coefficients; every solve sets the real ones (prices, value by slot).
     m.utility = pe.Objective(
         expr=sum(m.f[t] + m.cum[t] - m.o[t] - m.s[t] for t in m.T) - m.short[0]
@@ -308,14 +314,14 @@ class WindowProblem:
         if isinstance(blocks, bool) or not isinstance(blocks, (int, np.integer)) or blocks < 0:
             raise SolverError(f"tail blocks must be a whole number >= 0 (got {blocks!r})")
         self.job, self.w, self.slot_hours, self.blocks = job, int(w), float(slot_hours), int(blocks)
-        self.forms_: dict[tuple[float, bool], StandardForm] = {}
+        self.forms_: dict[tuple[float, bool, bool], StandardForm] = {}
         self.dp_ = None  # the DP's tables, built at its first solve
         self.n_solves_ = 0
 
-    def compiled(self, pending_h: float, constant_od: bool) -> StandardForm:
-        key = (round(float(pending_h), 9), bool(constant_od))
+    def compiled(self, pending_h: float, constant_od: bool, stops: bool = False) -> StandardForm:
+        key = (round(float(pending_h), 9), bool(constant_od), bool(stops))
         if key not in self.forms_:
-            model = build_window_model(self.job, self.w, self.slot_hours, key[0], key[1], self.blocks)
+            model = build_window_model(self.job, self.w, self.slot_hours, key[0], key[1], self.blocks, key[2])
             form = compile_model(model)
             for name in ("o", "s", "f", "cum", "w", "short"):
                 if np.any(form.index[name] < 0):
@@ -497,7 +503,7 @@ class WindowProblem:
                     mip_gap: float, start: WindowPlan | None, started: float) -> WindowPlan | None:
         """The MILP: the compiled form for this pending overhead, with the window's bounds and costs."""
         T = self.w
-        form = self.compiled(terms.pending_h, terms.constant_od)
+        form = self.compiled(terms.pending_h, terms.constant_od, terms.may_stop)
         ix = form.index
         o_cols, s_cols, f_cols = ix["o"], ix["s"], ix["f"]
         fixed = np.array([terms.prev_o, terms.prev_s, 1.0 if terms.running else 0.0, terms.remaining], float)
@@ -514,7 +520,6 @@ class WindowProblem:
             col_hi[tuple(ix["gm"])] = terms.tail_mixed_gpu_hours
         col_lo[tuple(ix["lim"])] = terms.lim
         col_hi[tuple(ix["lim"])] = terms.lim
-        col_hi[tuple(ix["q"])] = np.full(T, 1.0 if terms.may_stop else 0.0)
         # value if finished by the end of slot t / block j, as coefficients of the monotone indicators
         v_end = terms.value_end
         c_ind = v_end - np.append(v_end[1:], terms.unfinished)
@@ -526,7 +531,8 @@ class WindowProblem:
             cost[tuple(ix["go"])] = -terms.tail_od_price
             cost[tuple(ix["gm"])] = -terms.tail_mixed_price
         cost[tuple(ix["z"])] = np.zeros(T)
-        cost[tuple(ix["q"])] = np.append(np.zeros(T - 1), terms.stop_value - terms.unfinished)  # a stop earns its own
+        if terms.may_stop:  # a stop earns its own value, not the unfinished one
+            cost[tuple(ix["q"])] = np.append(np.zeros(T - 1), terms.stop_value - terms.unfinished)
         cost[tuple(ix["short"])] = np.array([-terms.shortfall_price])
         nb = int(ix["z_o"].size // T)
         weights = (2.0 ** np.arange(nb))[None, :]
