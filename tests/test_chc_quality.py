@@ -93,6 +93,22 @@ def test_whole_horizon_chc_with_perfect_forecasts_is_the_optimum(seed):
     assert got >= best - 0.01 * abs(best) - 1e-6, (job, best, got)
 
 
+def valued_case(rng: np.random.Generator, value_share: float, **job_kw) -> tuple[Job, Episodes, float, float] | None:
+    """A random job worth `value_share` x its all-on-demand cost (penalty 0 or 0.3 x the value), a market, the
+    optimum that may leave the job unfinished (as far as a guarded policy with give-up can follow it) and the
+    job's all-on-demand cost; None if the job cannot finish at all."""
+    job = random_job(rng, **job_kw)
+    scale = job.work / float(job.max_rate) * job.n_max * OD
+    job = replace(job, value=value_share * scale, miss_penalty=float(rng.choice([0.0, 0.3])) * value_share * scale)
+    if not feasible(job):
+        return None
+    ep = episodes_for(job, rng)
+    params = {"mip_gap": 1e-6, "n_jobs": 1, "must_finish": False}
+    best = float(min(simulate(make_policy("optimal", params), ep, job).utility[0],
+                     simulate(make_policy("optimal_netted", params, give_up=True), ep, job).utility[0]))
+    return job, ep, best, scale
+
+
 @settings(max_examples=15, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**31 - 1), value_share=st.sampled_from([0.3, 0.6, 0.9, 1.2, 3.0]))
 def test_whole_horizon_chc_that_may_give_up_is_the_optimum_that_may(seed, value_share):
@@ -100,16 +116,10 @@ def test_whole_horizon_chc_that_may_give_up_is_the_optimum_that_may(seed, value_
     perfect forecasts over the whole job is within 1% of the optimum that may leave the job unfinished (the
     bar of the held-out check). Before the window problem knew the net's give-up, such a job with no spot in sight
     was driven to the end on on-demand GPUs."""
-    rng = np.random.default_rng(seed)
-    job = random_job(rng, max_deadline=8)
-    od_cost = job.work / float(job.max_rate) * job.n_max * OD
-    job = replace(job, value=value_share * od_cost, miss_penalty=float(rng.choice([0.0, 0.3])) * value_share * od_cost)
-    if not feasible(job):
+    case = valued_case(np.random.default_rng(seed), value_share, max_deadline=8)
+    if case is None:
         return
-    ep = episodes_for(job, rng)
-    params = {"mip_gap": 1e-6, "n_jobs": 1, "must_finish": False}
-    best = float(min(simulate(make_policy("optimal", params), ep, job).utility[0],
-                     simulate(make_policy("optimal_netted", params, give_up=True), ep, job).utility[0]))
+    job, ep, best, _ = case
     chc = simulate(make_policy("chc", {"w": horizon_slots(job, 1.0), "predictor": "oracle", "solver": "highs",
                                        "mip_gap": 1e-6, "time_limit": 60.0}, give_up=True), ep, job)
     got = float(chc.utility[0])
@@ -122,16 +132,10 @@ def test_whole_horizon_chc_that_may_give_up_is_the_optimum_that_may(seed, value_
 def test_short_window_that_may_give_up_stays_near_the_optimum_that_may(seed, value_share):
     """The same with w = 4 on horizons of 8..20 slots: within 10% (of the optimum's utility or, where that is
     near 0, of the job's on-demand cost) of the optimum that may leave the job unfinished."""
-    rng = np.random.default_rng(seed)
-    job = random_job(rng, max_deadline=14, overheads=(0.0, 0.1, 0.25))
-    scale = job.work / float(job.max_rate) * job.n_max * OD
-    job = replace(job, value=value_share * scale, miss_penalty=float(rng.choice([0.0, 0.3])) * value_share * scale)
-    if not feasible(job):
+    case = valued_case(np.random.default_rng(seed), value_share, max_deadline=14, overheads=(0.0, 0.1, 0.25))
+    if case is None:
         return
-    ep = episodes_for(job, rng)
-    params = {"mip_gap": 1e-6, "n_jobs": 1, "must_finish": False}
-    best = float(min(simulate(make_policy("optimal", params), ep, job).utility[0],
-                     simulate(make_policy("optimal_netted", params, give_up=True), ep, job).utility[0]))
+    job, ep, best, scale = case
     chc = simulate(make_policy("chc", {"w": 4, "predictor": "oracle", "solver": "highs", "mip_gap": 1e-4,
                                        "time_limit": 60.0}, give_up=True), ep, job)
     got = float(chc.utility[0])
@@ -218,6 +222,19 @@ def test_give_up_stops_a_job_not_worth_finishing():
     assert quit_.utility[0] == pytest.approx(-4.0) and quit_.cost[0] == 0.0
     worth = Job(work=8.0, deadline_h=10.0, n_min=1, n_max=1, value=30.0, miss_penalty=4.0)
     assert simulate(SafetyNet(Idle(), give_up=True), empty, worth).done.all()  # worth finishing: it finishes
+
+
+def test_give_up_keeps_a_job_already_finishing_on_demand():
+    """A tight job (1.5-h restarts, 1 h of slack) running on N_max on-demand GPUs from its first slot: the net
+    fires while that restart is still pending, and give-up must count what is left of it, not a fresh restart,
+    or the job, worth finishing and on course to finish at 6.5 h, is stopped."""
+    job = Job(work=5.0, deadline_h=7.0, n_min=1, n_max=1, value=30.0, miss_penalty=1.0, overhead_h=1.5)
+    from spotlab.market import Market
+
+    empty = Market(np.zeros(8, dtype=np.int64), np.full(8, 1.0), np.full(8, OD), 1.0, name="no spot")
+    res = simulate(SafetyNet(make_policy("on_demand", safety_net="off"), give_up=True), empty, job)
+    assert res.done.all() and not res.summary()["gave_up"].any()
+    assert res.completion_h[0] == pytest.approx(6.5) and res.utility[0] == pytest.approx(30.0 - 6.5 * OD)
 
 
 def test_default_configurations_never_fall_back():

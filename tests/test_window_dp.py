@@ -221,3 +221,23 @@ def test_the_timing_bias_does_not_decide_whether_to_finish(method):
     worth = wp.solve(state, np.ones(4), np.full(4, 1.4), np.full(4, 3.0),
                      TailForecast(np.ones(k), np.ones(k), np.full(k, 1.4), np.full(k, 3.0)), urgency=0.1, **common)
     assert worth.s[0] == 1  # 11.2 $ of spot for 10 + 2: it runs
+
+
+@pytest.mark.parametrize("method", ["dp", "milp"])
+def test_a_job_no_price_can_make_pay_stops_at_once(method):
+    """Far from the net (20 h for 8 h of work) a job that may give up stops only where the net would take it over,
+    unless no price it sees could make finishing pay: 8 GPU-hours at 0.8 $ at best against value 5 + penalty 1. Then
+    it stops at once instead of working until the net's limit and losing what it spent; worth 10, it works."""
+    def plan(value: float):
+        job = Job(work=8.0, deadline_h=20.0, hard_deadline_h=20.0, n_min=1, n_max=1, value=value, miss_penalty=1.0)
+        wp = WindowProblem(job, 2, 1.0, blocks=4)
+        state = WindowState(0.0, job.work, 0, 0, 0.0)
+        k = wp.tail_for(state).size - 1
+        tail = TailForecast(np.full(k, 4.5), np.full(k, 4.5), np.full(k, 1.0), np.full(k, 3.0))
+        return wp.solve(state, np.ones(2), np.full(2, 0.8), np.full(2, 3.0), tail, slots_left=20, must_finish=False,
+                        net="strict", method=method, solver="highs", mip_gap=1e-6)
+
+    hopeless = plan(5.0)
+    assert not (hopeless.o + hopeless.s).any() and hopeless.objective == pytest.approx(-1.0)
+    worth = plan(10.0)
+    assert worth.s[0] == 1 and worth.objective > -1.0

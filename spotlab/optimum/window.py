@@ -408,9 +408,10 @@ class WindowProblem:
         d, hd = job.deadline_h, job.hard_deadline_h
         linear = (lo_c >= d - 1e-9) & (hi_c <= hd + 1e-9) & (hd > d + 1e-9)
         # a job that need not finish, inside a net, stops only where the net would take it over, in the window; the
-        # tail, an expectation, never decides to stop (see the module docstring)
+        # tail, an expectation, does not decide to stop, unless no price the plan sees could make finishing pay
         may_stop = not must_finish and net != "off"
-        finish = must_finish or may_stop
+        finish = must_finish or (may_stop and not self._hopeless(state.remaining, np.concatenate([
+            sp[a >= 1], od, c_gs[:n_used][gs_hi[:n_used] > 0], c_gm[:n_used][gm_hi[:n_used] > 0]])))
         return WindowTerms(
             remaining=float(state.remaining), prev_o=int(state.prev_o), prev_s=int(state.prev_s), running=running,
             pending_h=state.pending_h if running else 0.0, left=left, slot_hours=dt,
@@ -566,6 +567,17 @@ class WindowProblem:
         when it can."""
         job = self.job
         return float(job.value) + 2.0 * job.n_max * float(np.max(od)) * (job.hard_deadline_h + self.slot_hours) + 1.0
+
+    def _hopeless(self, remaining: float, prices: np.ndarray) -> bool:
+        """Whether finishing cannot pay whatever the market does: the work left at the most work a GPU-hour does,
+        every GPU-hour at the cheapest price the plan sees (window, tail or on demand), no restart, costs more than
+        the job's whole value and the miss penalty it avoids. Why: a job that may give up stops only where the net
+        would take it over, so that the tail's expectations never stop it; but then a job worth less than any way
+        of finishing it works until then and loses what it spent (a random job worth 0.3 x its on-demand cost, w =
+        4: -49.9 against the optimum's 0). Such a job may stop at once."""
+        job = self.job
+        least = remaining / work_segments(job)[0][1] * float(np.min(prices))
+        return least > float(job.value) + float(job.miss_penalty) + 1e-9 * max(1.0, float(job.value))
 
     def net_margin(self, net: str) -> float:
         """Hours of slack below which the deadline net takes the job over, as `lim` counts it in the window: one

@@ -159,9 +159,13 @@ def deadline_pressure(job: Job, obs: Observation, slot_hours: float, extra_overh
 
 
 def not_worth_finishing(job: Job, obs: Observation, slot_hours: float) -> np.ndarray:
-    """True where finishing now on N_max on-demand GPUs (one restart) would cost more than the value it
-    would still earn plus the miss penalty it avoids: giving up is then the better utility."""
-    hours = obs.remaining / job.max_rate + job.overhead_h
+    """True where finishing now on N_max on-demand GPUs (one restart, or what is left of the current one where
+    the job already runs on them) would cost more than the value it would still earn plus the miss penalty it
+    avoids: giving up is then the better utility. Why the current restart: a tight job that had just started
+    on N_max on-demand GPUs was counted a fresh restart, so it could not finish in time and was stopped, worth
+    3x its cost (a 3-GPU job with 1.5-h restarts and 1 h of slack: 84.0 $ to the end, -9.0 stopped)."""
+    running = (obs.prev_o == job.n_max) & (obs.prev_s == 0)
+    hours = obs.remaining / job.max_rate + np.where(running, obs.pending_h, job.overhead_h)
     cost = job.n_max * obs.od_price * hours
     worth = job.value_at(obs.time_h + hours) + job.miss_penalty
     return cost > worth + EPS
