@@ -40,8 +40,9 @@ followed by what happens after the window [ours]:
   never in the tail, which must still finish: a plan that could stop on the tail's expectations (an average of
   the past, pessimistic after a drought) idled through spot it had in hand (the same zone, an 86-h job on one
   GPU, w = 12: 138.7 $/job against 163.1 now; see `spotlab.policies.chc` for where it goes the other way).
-  Whether to stop is decided at the true prices, not the timing bias's (see `solve`). With the net off,
-  `must_finish=False` lets the plan leave the job unfinished at the tail's end instead.
+  A job no price could make pay stops at once (`_hopeless`). Whether to stop is decided at the true prices, not
+  the timing bias's (see `solve`). With the net off, `must_finish=False` lets the plan leave the job unfinished
+  at the tail's end instead.
 
 Speed: the Pyomo model is built and compiled once per (job, w, blocks, pending overhead, constant on-demand
 price, give-up: a model has the stop's columns only where it may stop); the state and the tail enter only

@@ -109,7 +109,9 @@ against this: europe-west3-c 138.7 against 163.1 $/job (optimum 167.0), us-east4
 the other way on us-west1-b, 1.8 against -20.4 (25.2). Known limit: on the held-out job of issue 11 (96 GPU-h,
 value and penalty 400 $) on europe-west3-c, where spot hardly ever comes, the plan buys on-demand GPUs early to
 meet the soft deadline and then finishes a job the optimum leaves: -80.5 $/job against the optimum's -44.9 (a
-tail that may stop: -46.7). Both ways the tail's expectation decides, and it is only the past's average.
+tail that may stop: -46.7). Both ways the tail's expectation decides, and it is only the past's average. A job
+that no price the plan sees could make pay (its work at the cheapest price, no restart, costs more than its value
+and penalty) stops at once (`WindowProblem._hopeless`).
 
 Why `urgency = 0.1` [ours]: the tail's spot capacity is what the past leads one to expect, not a forecast, and
 spot expected later is worth less than spot in hand. With a mere tie-break (0.005) and a 1% gap, a plan could
