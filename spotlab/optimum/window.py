@@ -203,7 +203,7 @@ def _take_from_end(hours: np.ndarray, amount: float) -> np.ndarray:
     return np.maximum(np.minimum(hours, used[::-1] - amount), 0.0) if amount > 0 else hours
 
 
-def _stops(plan: WindowPlan, terms: WindowTerms) -> bool:
+def _no_better_than_stopping(plan: WindowPlan, terms: WindowTerms) -> bool:
     """Whether a plan of a job that may stop is worth no more than stopping it (within the solver's tolerance)."""
     return plan.objective <= terms.stop_value + 1e-9 * max(1.0, abs(terms.stop_value))
 
@@ -460,11 +460,13 @@ class WindowProblem:
         # the work, unless it would stop
         plain = replace(terms, od_cost=terms.od_refund, sp_cost=terms.sp_refund)
         first = self._solve(state, plain, method, solver, time_limit, mip_gap, started)
-        if first is None or _stops(first, plain):
+        if first is None or _no_better_than_stopping(first, plain):
             return first
         plan = self._solve(state, terms, method, solver, time_limit - (time.perf_counter() - started), mip_gap,
                            time.perf_counter())
-        return first if plan is None or _stops(plan, terms) else replace(plan, seconds=time.perf_counter() - started)
+        if plan is None or _no_better_than_stopping(plan, terms):
+            return first
+        return replace(plan, seconds=time.perf_counter() - started)
 
     def _solve(self, state: WindowState, terms: WindowTerms, method: str, solver: str, time_limit: float,
                mip_gap: float, started: float) -> WindowPlan | None:
@@ -570,9 +572,10 @@ class WindowProblem:
         return float(job.value) + 2.0 * job.n_max * float(np.max(od)) * (job.hard_deadline_h + self.slot_hours) + 1.0
 
     def _hopeless(self, remaining: float, prices: np.ndarray) -> bool:
-        """Whether finishing cannot pay whatever the market does: the work left at the most work a GPU-hour does,
-        every GPU-hour at the cheapest price the plan sees (window, tail or on demand), no restart, costs more than
-        the job's whole value and the miss penalty it avoids. Why: a job that may give up stops only where the net
+        """Whether finishing cannot pay at any price the plan sees: the work left at the most work a GPU-hour does,
+        every GPU-hour at the cheapest price of the window, the tail or on demand, no restart, costs more than the
+        job's whole value and the miss penalty it avoids (a bound within the plan's model: spot cheaper than
+        anything the window and the tail show is not ruled out). Why: a job that may give up stops only where the net
         would take it over, so that the tail's expectations never stop it; but then a job worth less than any way
         of finishing it works until then and loses what it spent (a random job worth 0.3 x its on-demand cost, w =
         4: -49.9 against the optimum's 0). Such a job may stop at once."""

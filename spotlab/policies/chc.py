@@ -105,8 +105,8 @@ worth finishing (asia-south2-b: -69.4 $/job against -56.0 for stopping). The pla
 take the job over, as late as the net itself decides, and its tail still must finish: a tail that could stop on
 its expectations (the past's spot, pessimistic after a drought) idled through spot in hand. On an 86-h job on one
 GPU worth 0.66 x its on-demand cost (w = 12; job shape 1 of `spotlab heldout --seed 5`), a tail that may stop
-against this: europe-west3-c 138.7 against 163.1 $/job (optimum 167.0), us-east4-a 89.6 against 94.9 (112.8);
-the other way on us-west1-b, 1.8 against -20.4 (25.2). Known limit: on the held-out job of issue 11 (96 GPU-h,
+against this: europe-west3-c 138.7 against 163.1 $/job (optimum 167.0), us-east4-a 89.6 against 94.9 (112.8),
+us-west1-b 1.8 against 15.3 (25.2). Known limit: on the held-out job of issue 11 (96 GPU-h,
 value and penalty 400 $) on europe-west3-c, where spot hardly ever comes, the plan buys on-demand GPUs early to
 meet the soft deadline and then finishes a job the optimum leaves: -80.5 $/job against the optimum's -44.9 (a
 tail that may stop: -46.7). Both ways the tail's expectation decides, and it is only the past's average. A job
