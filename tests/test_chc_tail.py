@@ -119,7 +119,7 @@ def _tail_after(avail: np.ndarray, job: Job, w: int = 4):
     a = np.resize(avail, hours).astype(np.int64)
     mk = Market(a, np.full(hours, 1.0), np.full(hours, 3.0), 1.0, requested=8)
     ep = Episodes.from_windows(mk, [168], [hours], history=168)
-    chc = CHC(w=w, predictor="oracle")
+    chc = CHC(w=w, predictor="oracle", tail="past")  # the past's tail, not the oracle's
     simulate(chc, ep, job)  # sets up the policy on this market
     state = WindowState(time_h=0.0, remaining=job.work)
     return chc._tail(0, 0, chc.problem_.tail_for(state), 3.0, np.asarray(a[168:168 + w], dtype=float))

@@ -40,9 +40,10 @@ followed by what happens after the window [ours]:
   never in the tail, which must still finish: a plan that could stop on the tail's expectations (an average of
   the past, pessimistic after a drought) idled through spot it had in hand (the same zone, an 86-h job on one
   GPU, w = 12: 138.7 $/job against 163.1 now; see `spotlab.policies.chc` for where it goes the other way).
-  A job no price could make pay stops at once (`_hopeless`). Whether to stop is decided at the true prices, not
-  the timing bias's (see `solve`). With the net off, `must_finish=False` lets the plan leave the job unfinished
-  at the tail's end instead.
+  A tail that is a forecast of its slots, not the past's average (the oracle's), may leave the job unfinished
+  (`tail_may_stop`). A job no price could make pay stops at once (`_hopeless`). Whether to stop is decided at
+  the true prices, not the timing bias's (see `solve`). With the net off, `must_finish=False` lets the plan
+  leave the job unfinished at the tail's end instead.
 
 Speed: the Pyomo model is built and compiled once per (job, w, blocks, pending overhead, constant on-demand
 price, give-up: a model has the stop's columns only where it may stop); the state and the tail enter only
@@ -336,7 +337,7 @@ class WindowProblem:
 
     def terms(self, state: WindowState, avail, spot_price, od_price, tail: TailForecast | None = None,
               slots_left: int | None = None, urgency: float = 0.0, must_finish: bool = True,
-              net: str = "strict", window_urgency: float = 0.0) -> WindowTerms:
+              net: str = "strict", window_urgency: float = 0.0, tail_may_stop: bool = False) -> WindowTerms:
         """The numbers of the window problem from `state` (see `solve`), checked: what every method solves."""
         job, T, dt = self.job, self.w, self.slot_hours
         a = np.asarray(avail, dtype=float)
@@ -409,10 +410,12 @@ class WindowProblem:
         d, hd = job.deadline_h, job.hard_deadline_h
         linear = (lo_c >= d - 1e-9) & (hi_c <= hd + 1e-9) & (hd > d + 1e-9)
         # a job that need not finish, inside a net, stops only where the net would take it over, in the window; the
-        # tail, an expectation, does not decide to stop, unless no price the plan sees could make finishing pay
+        # tail, an expectation, does not decide to stop, unless it is a forecast (`tail_may_stop`) or no price the
+        # plan sees could make finishing pay
         may_stop = not must_finish and net != "off"
-        finish = must_finish or (may_stop and not self._hopeless(state.remaining, np.concatenate([
-            sp[a >= 1], od, c_gs[:n_used][gs_hi[:n_used] > 0], c_gm[:n_used][gm_hi[:n_used] > 0]])))
+        finish = must_finish or (may_stop and not tail_may_stop and not self._hopeless(
+            state.remaining, np.concatenate([sp[a >= 1], od, c_gs[:n_used][gs_hi[:n_used] > 0],
+                                             c_gm[:n_used][gm_hi[:n_used] > 0]])))
         return WindowTerms(
             remaining=float(state.remaining), prev_o=int(state.prev_o), prev_s=int(state.prev_s), running=running,
             pending_h=state.pending_h if running else 0.0, left=left, slot_hours=dt,
@@ -429,7 +432,8 @@ class WindowProblem:
     def solve(self, state: WindowState, avail, spot_price, od_price, tail: TailForecast | None = None,
               slots_left: int | None = None, solver: str = "highs", time_limit: float = 10.0,
               mip_gap: float = 1e-3, urgency: float = 0.0, must_finish: bool = True,
-              net: str = "strict", method: str = "milp", window_urgency: float = 0.0) -> WindowPlan | None:
+              net: str = "strict", method: str = "milp", window_urgency: float = 0.0,
+              tail_may_stop: bool = False) -> WindowPlan | None:
         """Plan the next w slots from `state`, given (forecast) availability and prices for them and the
         tail's expectations (None: nothing can be done after the window). `net`: plan within the simulator's
         safety net: "strict", "cbl" (its trigger counts no progress in the slot: one slot earlier) or "off".
@@ -437,7 +441,9 @@ class WindowProblem:
         `slots_left`: slots before the hard deadline (nothing can run after it). `urgency`: this share of the
         price makes spot used earlier and on-demand bought later look that much cheaper while the plan leans
         on a tail (expected, not forecast, capacity), so that the plan keeps its options; `window_urgency`: the
-        same when the window reaches the job's end (its slots may be forecasts too). `method`: "milp" (the MILP by
+        same when the window reaches the job's end (its slots may be forecasts too). `tail_may_stop`: a job that
+        may stop may also leave the tail unfinished (for a tail that is a forecast of the slots after the window,
+        not the past's average). `method`: "milp" (the MILP by
         `solver`), "dp" (the dynamic programme of `window_dp.py`, proven within `mip_gap`) or "auto" (the
         DP where it applies and proves its gap, else the MILP started from the DP's plan). Returns None when
         the solver hit its time limit without a schedule; any other failure raises `SolverError` (a bug, not
@@ -450,7 +456,7 @@ class WindowProblem:
         if solver not in BACKENDS:
             raise SolverError(f"unknown solver {solver!r}; use one of {', '.join(BACKENDS)}")
         terms = self.terms(state, avail, spot_price, od_price, tail, slots_left, urgency, must_finish, net,
-                           window_urgency)
+                           window_urgency, tail_may_stop)
         biased = not (np.array_equal(terms.od_cost, terms.od_refund) and np.array_equal(terms.sp_cost, terms.sp_refund))
         if not (terms.may_stop and biased):
             return self._solve(state, terms, method, solver, time_limit, mip_gap, started)
