@@ -31,14 +31,16 @@ when sigma > 0), where a real model's tail is the past's profile below; its rest
 forecast, and a job that may give up may leave the tail unfinished, since the tail is then a forecast and not the
 past's average (`WindowProblem.solve(tail_may_stop=True)`). The timing bias below stays on: the tail is still
 fluid, and without the bias CHC fell just below uniform progress where there was nothing to gain (asia-south2-b,
-hardly any spot, a cost-only job: 2,828.6 $/job against 2,826.5). Before, "A1 with perfect forecasts" at w = 12 saw 12 slots and then the past week, so where the
-regime changed it fell far below the optimum: GCP H100 us-west1-a, a 68-h job on 2 GPUs (`spotlab heldout --seed
-5`, job shape 7): 2 or more spot GPUs in 35% of the past week's hours and 83% of the first job's, 91.9 $/job
-against the optimum's 118.3, 117.9 with the oracle's tail; europe-west3-c (2% and then up to 99%) -34.0 against
-38.0, now 31.6. What is left there is the tail's fluidity: whole GPUs, restarts and the net only in the window.
-`tail="past"` keeps the oracle's window and the past's tail, which is what a real forecaster's plan leans on:
-the tests of the tail's own features and the leaderboard's perfect-window line (notebook 01c) use it. The
-measurements below that say "perfect window forecasts" were all made with the past's tail.
+hardly any spot, a cost-only job: 2,828.6 $/job against 2,826.5). Before, "A1 with perfect forecasts" at w = 12 saw
+12 slots and then the past week, so where the regime changed it fell far below the optimum: GCP H100 us-west1-a, a
+68-h job on 2 GPUs (`spotlab heldout --seed 5`, job shape 7): 2 or more spot GPUs in 35% of the past week's hours
+and 83% of the first job's, 91.9 $/job against the optimum's 118.3, 117.6 with the oracle's tail; europe-west3-c
+(2% and then up to 99%) -34.0 against 38.0, now 31.7. On the 72 cells of `spotlab heldout --seed 5 --jobs 8` (nine
+GCP H100 zones) the w = 12 bar (within 10% of the optimum, not below uniform progress) went from 65 to 70. Where it
+still misses, the tail is still a fluid model: whole GPUs, restarts and the net are modelled only in the window.
+`tail="past"` keeps the oracle's window and the past's tail, which is what a real forecaster's plan leans on: the
+tests of the tail's own features and the leaderboard's perfect-window line (notebook 01c) use it. The measurements
+below that say "perfect window forecasts" were all made with the past's tail.
 
 Why the tail is conditioned on the window [ours]: spot comes in regimes (a zone empty for a day, then full).
 A tail expecting the time-of-day average after a window that ends with no spot promises spot that a
