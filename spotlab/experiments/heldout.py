@@ -13,7 +13,9 @@ each bar holds:
   online policy can follow the hindsight plan, whatever its forecasts; a failed bar with ``net_binds`` > 0
   may be the net's insurance, not the plan.
 - ``a1_w``: CHC with perfect forecasts and a window of ``w`` slots (12) is within ``window_rel`` (10%) of
-  the optimum's mean utility and not below uniform progress.
+  the optimum's mean utility and not below uniform progress. Perfect forecasts cover the slots after the window
+  too (the oracle's tail, `chc`'s ``tail="auto"``); with the past's tail (``tail="past"``) this measures what
+  the past week tells a plan about the rest of a job.
 - ``a2``: prediction-free with its defaults is not below uniform progress.
 - ``a3``: policy selection with its defaults is not below the better of uniform progress and greedy;
   greedy counts only where it meets the soft deadline at least as often as A3 does.
