@@ -406,7 +406,8 @@ class CHC(OnlinePolicy):
         counts as work, at the price of the whole hour, and the rest of those hours stalls the job
         (`stalled_hours`). Certainty-equivalent on
         purpose: the plan is re-solved every slot, so what the tail promises and the market does not deliver is
-        re-planned, on-demand included, before the deadline."""
+        re-planned, on-demand included, before the deadline. With the oracle's tail (`tail`) the same tiers,
+        prices and restart share come from the oracle's forecast of the tail's own slots, slot by slot."""
         if bounds.size < 2:
             return None
         job, dt = self.job, self.dt_
