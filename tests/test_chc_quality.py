@@ -459,7 +459,7 @@ def test_the_oracles_tail_sees_past_the_window(spell_gap_episodes):
 
 
 @pytest.mark.parametrize("params, msg", [({"predictor": "persistence", "tail": "oracle"}, "needs predictor='oracle'"),
-                                         ({"predictor": "oracle", "tail": "future"}, "tail")])
+                                         ({"predictor": "oracle", "tail": "future"}, "tail must be one of")])
 def test_a_tail_from_the_future_needs_the_oracle(params, msg):
     from spotlab.errors import PolicyError
 

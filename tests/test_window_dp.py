@@ -241,3 +241,25 @@ def test_a_job_no_price_can_make_pay_stops_at_once(method):
     assert not (hopeless.o + hopeless.s).any() and hopeless.objective == pytest.approx(-1.0)
     worth = plan(10.0)
     assert worth.s[0] == 1 and worth.objective > -1.0
+
+
+@pytest.mark.parametrize("method", ["dp", "milp"])
+def test_a_tail_that_is_a_forecast_may_be_left_unfinished(method):
+    """A job that may give up, worth 10 $ (penalty 1): two slots of spot at 0.8 $, then a tail with no spot, so
+    finishing costs 1.6 + 6 h on demand at 3 $ = 19.6 $. A tail that is the past's average must still finish (its
+    spot may be wrong), so the plan works now; a tail that is a forecast (`TailForecast.forecast`) may be left
+    unfinished, and the plan does nothing: -1 $ against 10 - 19.6."""
+    job = Job(work=8.0, deadline_h=20.0, hard_deadline_h=20.0, n_min=1, n_max=1, value=10.0, miss_penalty=1.0)
+    wp = WindowProblem(job, 2, 1.0, blocks=4)
+    state = WindowState(0.0, job.work, 0, 0, 0.0)
+    k = wp.tail_for(state).size - 1
+
+    def plan(forecast: bool):
+        tail = TailForecast(np.full(k, 4.5), np.zeros(k), np.full(k, 0.8), np.full(k, 3.0), forecast=forecast)
+        return wp.solve(state, np.ones(2), np.full(2, 0.8), np.full(2, 3.0), tail, slots_left=20, must_finish=False,
+                        net="strict", method=method, solver="highs", mip_gap=1e-6)
+
+    past = plan(False)
+    assert past.s[0] == 1
+    ahead = plan(True)
+    assert not (ahead.o + ahead.s).any() and ahead.objective == pytest.approx(-1.0)

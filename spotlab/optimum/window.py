@@ -41,7 +41,7 @@ followed by what happens after the window [ours]:
   the past, pessimistic after a drought) idled through spot it had in hand (the same zone, an 86-h job on one
   GPU, w = 12: 138.7 $/job against 163.1 now; see `spotlab.policies.chc` for where it goes the other way).
   A tail that is a forecast of its slots, not the past's average (the oracle's), may leave the job unfinished
-  (`tail_may_stop`). A job no price could make pay stops at once (`_hopeless`). Whether to stop is decided at
+  (`TailForecast.forecast`). A job no price could make pay stops at once (`_hopeless`). Whether to stop is decided at
   the true prices, not the timing bias's (see `solve`). With the net off, `must_finish=False` lets the plan
   leave the job unfinished at the tail's end instead.
 
@@ -95,7 +95,8 @@ class TailForecast:
     `mixed_gpu_hours` at `mixed_price` (None: none) are a second, dearer tier: hours when spot runs the job only
     beside on-demand GPUs (fewer than N_min spot GPUs), at their blended price. Why a tier of its own: pooled with
     spot at one average price they looked as cheap as spot at the margin, and a plan waited for them instead of
-    mixing on-demand GPUs in while it could."""
+    mixing on-demand GPUs in while it could. `forecast`: the blocks are a forecast of their own slots (the
+    oracle's), not the past's average; a job that may give up may then leave the tail unfinished."""
 
     hours: np.ndarray
     spot_gpu_hours: np.ndarray
@@ -104,6 +105,7 @@ class TailForecast:
     stalled_hours: np.ndarray | None = None
     mixed_gpu_hours: np.ndarray | None = None
     mixed_price: np.ndarray | None = None
+    forecast: bool = False
 
 
 @dataclass(frozen=True)
@@ -337,7 +339,7 @@ class WindowProblem:
 
     def terms(self, state: WindowState, avail, spot_price, od_price, tail: TailForecast | None = None,
               slots_left: int | None = None, urgency: float = 0.0, must_finish: bool = True,
-              net: str = "strict", window_urgency: float = 0.0, tail_may_stop: bool = False) -> WindowTerms:
+              net: str = "strict", window_urgency: float = 0.0) -> WindowTerms:
         """The numbers of the window problem from `state` (see `solve`), checked: what every method solves."""
         job, T, dt = self.job, self.w, self.slot_hours
         a = np.asarray(avail, dtype=float)
@@ -410,10 +412,11 @@ class WindowProblem:
         d, hd = job.deadline_h, job.hard_deadline_h
         linear = (lo_c >= d - 1e-9) & (hi_c <= hd + 1e-9) & (hd > d + 1e-9)
         # a job that need not finish, inside a net, stops only where the net would take it over, in the window; the
-        # tail, an expectation, does not decide to stop, unless it is a forecast (`tail_may_stop`) or no price the
-        # plan sees could make finishing pay
+        # tail, an expectation, does not decide to stop, unless it is a forecast (`TailForecast.forecast`) or no
+        # price the plan sees could make finishing pay
         may_stop = not must_finish and net != "off"
-        finish = must_finish or (may_stop and not tail_may_stop and not self._hopeless(
+        forecast_tail = tail is not None and n_used > 0 and bool(tail.forecast)
+        finish = must_finish or (may_stop and not forecast_tail and not self._hopeless(
             state.remaining, np.concatenate([sp[a >= 1], od, c_gs[:n_used][gs_hi[:n_used] > 0],
                                              c_gm[:n_used][gm_hi[:n_used] > 0]])))
         return WindowTerms(
@@ -432,8 +435,7 @@ class WindowProblem:
     def solve(self, state: WindowState, avail, spot_price, od_price, tail: TailForecast | None = None,
               slots_left: int | None = None, solver: str = "highs", time_limit: float = 10.0,
               mip_gap: float = 1e-3, urgency: float = 0.0, must_finish: bool = True,
-              net: str = "strict", method: str = "milp", window_urgency: float = 0.0,
-              tail_may_stop: bool = False) -> WindowPlan | None:
+              net: str = "strict", method: str = "milp", window_urgency: float = 0.0) -> WindowPlan | None:
         """Plan the next w slots from `state`, given (forecast) availability and prices for them and the
         tail's expectations (None: nothing can be done after the window). `net`: plan within the simulator's
         safety net: "strict", "cbl" (its trigger counts no progress in the slot: one slot earlier) or "off".
@@ -441,9 +443,7 @@ class WindowProblem:
         `slots_left`: slots before the hard deadline (nothing can run after it). `urgency`: this share of the
         price makes spot used earlier and on-demand bought later look that much cheaper while the plan leans
         on a tail (expected, not forecast, capacity), so that the plan keeps its options; `window_urgency`: the
-        same when the window reaches the job's end (its slots may be forecasts too). `tail_may_stop`: a job that
-        may stop may also leave the tail unfinished (for a tail that is a forecast of the slots after the window,
-        not the past's average). `method`: "milp" (the MILP by
+        same when the window reaches the job's end (its slots may be forecasts too). `method`: "milp" (the MILP by
         `solver`), "dp" (the dynamic programme of `window_dp.py`, proven within `mip_gap`) or "auto" (the
         DP where it applies and proves its gap, else the MILP started from the DP's plan). Returns None when
         the solver hit its time limit without a schedule; any other failure raises `SolverError` (a bug, not
@@ -456,7 +456,7 @@ class WindowProblem:
         if solver not in BACKENDS:
             raise SolverError(f"unknown solver {solver!r}; use one of {', '.join(BACKENDS)}")
         terms = self.terms(state, avail, spot_price, od_price, tail, slots_left, urgency, must_finish, net,
-                           window_urgency, tail_may_stop)
+                           window_urgency)
         biased = not (np.array_equal(terms.od_cost, terms.od_refund) and np.array_equal(terms.sp_cost, terms.sp_refund))
         if not (terms.may_stop and biased):
             return self._solve(state, terms, method, solver, time_limit, mip_gap, started)

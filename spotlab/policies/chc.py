@@ -29,7 +29,7 @@ Why the oracle's tail reads the future [ours]: perfect forecasts are perfect aft
 `predictor="oracle"` the tail is the oracle's forecast of the tail's slots, slot by slot (with the oracle's error
 when sigma > 0), where a real model's tail is the past's profile below; its restart discount is that of the spells
 forecast, and a job that may give up may leave the tail unfinished, since the tail is then a forecast and not the
-past's average (`WindowProblem.solve(tail_may_stop=True)`). The timing bias below stays on: the tail is still
+past's average (`TailForecast.forecast`). The timing bias below stays on: the tail is still
 fluid, and without the bias CHC fell just below uniform progress where there was nothing to gain (asia-south2-b,
 hardly any spot, a cost-only job: 2,828.6 $/job against 2,826.5). Before, "A1 with perfect forecasts" at w = 12 saw
 12 slots and then the past week, so where the regime changed it fell far below the optimum: GCP H100 us-west1-a, a
@@ -371,8 +371,7 @@ class CHC(OnlinePolicy):
                                        mip_gap=float(self.mip_gap), urgency=float(self.urgency),
                                        must_finish=not self.ctx_.give_up,
                                        net=self.ctx_.safety_net, method=self.method,
-                                       window_urgency=self._window_urgency(),
-                                       tail_may_stop=self._tail_source() == "oracle")
+                                       window_urgency=self._window_urgency())
         except SolverError as exc:  # the window problem is always feasible: a failure is a bug, not a fallback
             raise PolicyError(f"chc: window {i}, slot {t}: {exc}") from None
         if plan is None:  # time limit without a schedule: counted, reported as the fallback rate
@@ -415,10 +414,9 @@ class CHC(OnlinePolicy):
         last = int(math.ceil(bounds[-1] / dt - 1e-9))
         k = np.arange(first, last) - t  # slots ahead of now (>= w)
         oracle = self._tail_source() == "oracle"
-        if oracle:  # the oracle's forecast of the tail's own slots (its prefix is the window's forecast)
-            ahead = int(k[-1]) if k.size else 0
-            a = self._oracle_forecast(i, t, "availability", ahead)[k - 1] if k.size else np.zeros(0)
-            p = self._oracle_forecast(i, t, "price", ahead)[k - 1] if k.size else np.zeros(0)
+        if oracle:  # the oracle's forecast of the tail's own slots (k is never empty: the blocks span time)
+            a = self._oracle_forecast(i, t, "availability", int(k[-1]))[k - 1]
+            p = self._oracle_forecast(i, t, "price", int(k[-1]))[k - 1]
         else:
             train = max(1, int(round(self.train_hours / dt)))
             a = self._history(i, t, "availability")[-train:]
@@ -465,7 +463,7 @@ class CHC(OnlinePolicy):
 
         return TailForecast(hours=np.diff(bounds), spot_gpu_hours=raw * useful, spot_price=price(spot_price),
                             od_price=np.full(n, od), stalled_hours=stalled,
-                            mixed_gpu_hours=raw_mixed * useful, mixed_price=price(mixed_price))
+                            mixed_gpu_hours=raw_mixed * useful, mixed_price=price(mixed_price), forecast=oracle)
 
     def _profile(self, usable: np.ndarray, k: np.ndarray, level: float) -> np.ndarray:
         """Expected GPUs of `usable` k slots ahead: its time-of-day mean when two days or more are known, else
