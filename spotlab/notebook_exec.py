@@ -42,3 +42,14 @@ def kernel_manager_logging_to(log: Path, threads: int | None = None) -> type:
                 await super()._async_launch_kernel(kernel_cmd, **kw)
 
     return PointKernelManager
+
+
+def error_line(exc: BaseException) -> str:
+    """The notebook's own exception (name: message) rather than papermill's report, which repeats the cell's
+    traceback: a reader needs the message (a missing dataset says where it looked and how to get it), and the
+    executed copy keeps the traceback."""
+    ename, evalue = getattr(exc, "ename", None), getattr(exc, "evalue", None)
+    if ename:
+        return f"{ename}: {evalue}"
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    return f"{type(exc).__name__}: {lines[-1]}" if lines else type(exc).__name__

@@ -18,7 +18,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-from .notebook_exec import ROOT, kernel_manager_logging_to
+from .notebook_exec import ROOT, error_line, kernel_manager_logging_to
 
 
 def notebook_sources(folder: Path) -> list[Path]:
@@ -225,8 +225,9 @@ def _reproduce(args: argparse.Namespace) -> int:
     bar.close()
     if failed is not None:
         src, exc = failed
-        print(f"spotlab: error: notebook {src.name} failed: {type(exc).__name__}: {str(exc)[:2000]}\n"
-              f"  the partially executed copy is in {build / 'executed' / (src.stem + '.ipynb')}", file=sys.stderr)
+        print(f"spotlab: error: notebook {src.name} failed: {error_line(exc)}\n"
+              f"  the partially executed copy, with the traceback, is in {build / 'executed' / (src.stem + '.ipynb')}",
+              file=sys.stderr)
         return 1
     log.sort(key=lambda r: r["notebook"])
     total = time.perf_counter() - started

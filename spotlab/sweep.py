@@ -55,7 +55,7 @@ from typing import Any
 import pandas as pd
 
 from .errors import SweepError
-from .notebook_exec import ROOT, kernel_manager_logging_to
+from .notebook_exec import ROOT, error_line, kernel_manager_logging_to
 
 RESULT_FILE = "sweep_result.json"
 RECORD_FILE = "record.json"
@@ -339,15 +339,6 @@ def _heartbeat(claim: Path, stop: threading.Event) -> None:
             os.utime(claim)
 
 
-def _error_line(exc: BaseException) -> str:
-    """The notebook's own exception (name: message) rather than papermill's long report."""
-    ename, evalue = getattr(exc, "ename", None), getattr(exc, "evalue", None)
-    if ename:
-        return f"{ename}: {evalue}"
-    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
-    return f"{type(exc).__name__}: {lines[-1]}" if lines else type(exc).__name__
-
-
 def _read_result(point_dir: Path) -> dict[str, Scalar]:
     path = point_dir / RESULT_FILE
     if not path.exists():
@@ -409,7 +400,7 @@ def run_point(ipynb: str, params: dict[str, Any], key: str, point_dir: str, cwd:
                                 kernel_manager_class=kernel_manager_logging_to(folder / KERNEL_LOG))
             record["results"] = _read_result(folder)
         except Exception as exc:  # the notebook's failure is this point's result, not the sweep's
-            record.update(status="failed", error=_error_line(exc), results={})
+            record.update(status="failed", error=error_line(exc), results={})
         record.update(seconds=round(time.perf_counter() - t0, 3), finished=_now())
         _write_json_atomic(folder / RECORD_FILE, record)
         return {"record": record, "ran": True}
@@ -644,7 +635,7 @@ def run_sweep(notebook: str | Path, grid: Grid | Mapping | str | Path, out_dir: 
             if read_record(folder) is None:
                 params = dict(todo_params[key])
                 _write_json_atomic(folder / RECORD_FILE, {
-                    "hash": key, "params": params, "status": "failed", "error": _error_line(exc),
+                    "hash": key, "params": params, "status": "failed", "error": error_line(exc),
                     "notebook": src.stem, "host": None, "attempt": f"sweep:{uuid.uuid4().hex}",
                     "started": None, "finished": _now(),
                     "seconds": None, "results": {}})
