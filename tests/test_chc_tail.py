@@ -20,7 +20,7 @@ from hypothesis import given, settings, strategies as st
 from spotlab.job import Job, Throughput
 from spotlab.errors import SolverError
 from spotlab.optimum.window import TailForecast, WindowProblem, WindowState, _take_from_end, work_segments
-from spotlab.policies.chc import persistence, restart_share
+from spotlab.policies.chc import persistence, restart_share, restart_slots
 
 
 def envelope(job: Job, n: float) -> float:
@@ -138,6 +138,40 @@ def test_the_tail_stalls_the_job_while_spot_flickers():
     steady = _tail_after(np.array([8]), job)
     np.testing.assert_allclose(steady.stalled_hours, 0.0)
     np.testing.assert_allclose(steady.spot_gpu_hours, 8.0 * steady.hours)
+
+
+def test_the_oracles_tail_counts_restarts_in_the_blocks_where_they_fall():
+    """The oracle's tail reads its own slots: where the forecast flickers (spot one hour in two) each block loses
+    the overhead of the restarts in it, where it is steady nothing. The past's tail, an average, spreads the same
+    kind of loss over every block. Prices are the forecast's in each block."""
+    from spotlab.market import Market
+    from spotlab.policies.chc import CHC
+    from spotlab.simulator import Episodes, horizon_slots, simulate
+
+    job = Job(work=150.0, deadline_h=30.0, hard_deadline_h=40.0, n_min=2, n_max=8,
+              throughput=Throughput(1.0, 0.5), value=900.0, overhead_h=0.25)
+    H, w = horizon_slots(job, 1.0), 4
+    future = np.where(np.arange(H) < 20, np.tile([8, 0], H)[:H], 8)  # flickers for 20 h, then steady
+    a = np.concatenate([np.full(168, 8), future]).astype(np.int64)
+    price = np.concatenate([np.full(168, 1.0), np.where(np.arange(H) < 20, 1.0, 2.0)])
+    mk = Market(a, price, np.full(a.size, 3.0), 1.0, requested=8)
+    ep = Episodes.from_windows(mk, [168], [a.size], history=168)
+    chc = CHC(w=w, predictor="oracle", tail="oracle")
+    simulate(chc, ep, job)
+    bounds = chc.problem_.tail_for(WindowState(time_h=0.0, remaining=job.work))
+    tail = chc._tail(0, 0, bounds, 3.0, future[:w].astype(float))
+    slots = np.arange(int(bounds[0]), int(np.ceil(bounds[-1])))
+    held = future[slots].astype(float)
+    np.testing.assert_allclose(tail.stalled_hours.sum(), 0.25 * restart_slots(held).sum())
+    np.testing.assert_allclose(tail.spot_gpu_hours.sum(), 8.0 * ((held > 0).sum() - tail.stalled_hours.sum()))
+    late = bounds[:-1] >= 21  # blocks wholly in the steady hours (the last flickering spell ends at 20)
+    assert late.any() and (~late).any()
+    np.testing.assert_allclose(tail.stalled_hours[late], 0.0)
+    np.testing.assert_allclose(tail.spot_gpu_hours[late], 8.0 * tail.hours[late])
+    np.testing.assert_allclose(tail.spot_price[late], 2.0)
+    assert tail.stalled_hours[~late].sum() > 0
+    past = _tail_after(np.array([8, 0]), job, w)  # flickering past: every block stalls
+    assert np.all(past.stalled_hours > 0)
 
 
 def test_spot_below_n_min_runs_beside_on_demand_in_the_tail():
