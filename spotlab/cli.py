@@ -136,7 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--target", choices=["availability", "price"], default="availability",
                    help="the series to forecast: spot GPUs available (default) or the spot price")
     f.add_argument("--model", required=True,
-                   help="model name: persistence, seasonal_naive, ets, arima, gbm, duration, or auto (the others "
+                   help="model name: persistence, seasonal_naive, ets, arima, gbm, duration, reversion, or auto (the others "
                         "side by side, per horizon the one that has beaten persistence so far)")
     f.add_argument("--param", action="append", default=[], type=_key_value, metavar="KEY=VALUE",
                    help="model parameter, repeatable")

@@ -1,7 +1,7 @@
 """CHC's tail after its window (`spotlab.policies.chc`, `spotlab.optimum.window`).
 
 - Work per GPU-hour in the tail is the concave envelope of H: known answers, and never below H at a count.
-- `persistence` is the least-squares slope it says it is (against a direct computation).
+- `lag_slopes` is the least-squares slope it says it is (against a direct computation).
 - `restart_share` counts the restarts of following spot: a hand-counted answer, its edge cases, and random
   series against a count by runs.
 What the tail does for CHC on markets of day-long regimes is in `test_chc_quality.py`.
@@ -20,7 +20,8 @@ from hypothesis import given, settings, strategies as st
 from spotlab.job import Job, Throughput
 from spotlab.errors import SolverError
 from spotlab.optimum.window import TailForecast, WindowProblem, WindowState, _take_from_end, work_segments
-from spotlab.policies.chc import persistence, restart_share, restart_slots
+from spotlab.policies.chc import restart_share, restart_slots
+from spotlab.predict.reversion import lag_slopes
 
 
 def envelope(job: Job, n: float) -> float:
@@ -62,12 +63,12 @@ def test_work_segments_are_the_concave_envelope_of_the_throughput(seed):
 
 @settings(max_examples=30, deadline=None, derandomize=True)
 @given(seed=st.integers(0, 2**31 - 1))
-def test_persistence_is_the_least_squares_slope(seed):
+def test_lag_slopes_are_the_least_squares_slopes(seed):
     rng = np.random.default_rng(seed)
     n = int(rng.integers(10, 200))
     u = np.repeat(rng.integers(0, 9, n // 4 + 1), 4)[:n].astype(float)  # runs of 4: some persistence
     lags = np.array([1, 2, 5, 13, 40, 300])
-    beta, mean = persistence(u, lags)
+    beta, mean = lag_slopes(u, lags)
     assert np.all((beta >= 0) & (beta <= 1))
     for h, b, m in zip(lags, beta, mean):
         x, y = u[:max(0, n - h)], u[h:]

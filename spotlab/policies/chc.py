@@ -48,7 +48,7 @@ Why the tail is conditioned on the window [ours]: spot comes in regimes (a zone 
 A tail expecting the time-of-day average after a window that ends with no spot promises spot that a
 drought does not deliver, so the plan waits, then buys late on demand or finishes late. The tail therefore
 moves the time-of-day average towards the window's last slot by the least-squares slope the past gives at
-each lag (`persistence`, clipped to [0, 1]). On a held-out job (96 GPU-h on 1-8 GPUs, value 400 $, 24/36 h)
+each lag (`spotlab.predict.reversion.lag_slopes`, clipped to [0, 1]). On a held-out job (96 GPU-h on 1-8 GPUs, value 400 $, 24/36 h)
 with perfect window forecasts this took GCP H100 us-west1-a from 29.3 to 39.6 $/job (optimum 40.7) and
 us-east4-a from 150.9 to 166.7 (169.3); on synthetic markets of day-long regimes it is within 5% of the
 optimum (`tests/test_chc_tail.py`). The tail's work per GPU-hour is the concave envelope of H
@@ -179,6 +179,7 @@ from ..params import Boolean, Interval, Options, positive_hours
 from ..optimum.window import METHODS, TailForecast, WindowProblem, WindowState
 from ..predict import Forecaster, make_predictor, model_names
 from ..predict.oracle import AvailabilityOracle, NoisyOracle
+from ..predict.reversion import daily_profile, lag_slopes
 from .base import Context, Observation, OnlinePolicy
 from .uniform_progress import UniformProgress
 
@@ -498,15 +499,10 @@ class CHC(OnlinePolicy):
         its mean, moved towards `level` (the window's last slot) as far as the past says a level persists."""
         dt = self.dt_
         day = int(round(24.0 / dt))
-        if day >= 2 and usable.size >= 2 * day and abs(day * dt - 24.0) < 1e-6:
-            phase = (usable.size - 1 + k) % day
-            idx = np.arange(usable.size) % day
-            sums = np.bincount(idx, weights=usable, minlength=day)
-            counts = np.bincount(idx, minlength=day)
-            cap = (sums / np.maximum(counts, 1))[phase]
-        else:
-            cap = np.full(k.size, float(usable.mean()))
-        beta, mean = persistence(usable, k - (int(self.w) - 1))
+        period = day if abs(day * dt - 24.0) < 1e-6 else 1  # slots that do not tile a day: no daily cycle
+        profile = daily_profile(usable, period)
+        cap = profile[(usable.size - 1 + k) % profile.size]
+        beta, mean = lag_slopes(usable, k - (int(self.w) - 1))
         return np.clip(cap + beta * (level - mean), 0.0, float(self.job.n_max))
 
     def act(self, obs: Observation):
@@ -567,32 +563,6 @@ class CHC(OnlinePolicy):
             "forecast_s": float(st["forecast_s"]),
             "fit_failures": int(st["fit_failures"]),
         }
-
-
-def persistence(usable: np.ndarray, lags: np.ndarray, min_pairs: int = 24) -> tuple[np.ndarray, np.ndarray]:
-    """How far the level of one slot carries to the slot `lags` slots later, from the past `usable`: per lag
-    h, the least-squares slope of usable[e + h] on usable[e] over every such pair e, and usable[e]'s mean
-    over those pairs. Why: spot comes in regimes (a zone empty for a day, then full), so a window that ends
-    with none makes spot after it less likely than the time of day alone says; the slope, clipped to [0, 1]
-    (a regime lasts, it does not reverse), says by how much at each lag, and is 0 where fewer than
-    `min_pairs` pairs or no variation are known. CHC conditions on its window's last slot: on synthetic
-    markets of day-long regimes that was within 5% of the optimum where the window's mean left 17%, and the
-    same on the real zones."""
-    lags = np.asarray(lags, dtype=np.int64)
-    n = usable.size
-    if n <= min_pairs or lags.size == 0:
-        return np.zeros(lags.size), np.zeros(lags.size)
-    h = np.clip(lags, 0, n - 1)
-    pairs = n - h  # pairs (usable[e], usable[e + h]) for e = 0 .. n-1-h
-    cx, cxx = np.concatenate([[0.0], np.cumsum(usable)]), np.concatenate([[0.0], np.cumsum(usable * usable)])
-    sx, sxx, sy = cx[pairs], cxx[pairs], cx[n] - cx[h]
-    sxy = np.correlate(usable, usable, mode="full")[n - 1 + h]
-    c = np.maximum(pairs, 1).astype(float)
-    var = sxx / c - (sx / c) ** 2
-    cov = sxy / c - sx * sy / c ** 2
-    use = (pairs >= min_pairs) & (var > 1e-9) & (lags >= 1)
-    beta = np.where(use, np.clip(cov / np.where(use, var, 1.0), 0.0, 1.0), 0.0)
-    return beta, np.where(use, sx / c, 0.0)
 
 
 def restart_slots(usable: np.ndarray) -> np.ndarray:

@@ -18,6 +18,7 @@ MODELS: dict[str, str] = {
     "arima": "spotlab.predict.arima:ARIMA",
     "gbm": "spotlab.predict.gbm:GBM",
     "duration": "spotlab.predict.duration:Duration",
+    "reversion": "spotlab.predict.reversion:Reversion",
     "auto": "spotlab.predict.auto:Auto",
 }
 

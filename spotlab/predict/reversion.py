@@ -1,0 +1,110 @@
+"""Reversion: the time-of-day mean, moved towards the last value as far as the past says a level lasts.
+
+Spot availability comes in spells of very different lengths: a zone that drops for an hour usually comes
+back, a drought of a day usually goes on. Persistence carries every level to every horizon, so a one-hour
+dip becomes a twelve-hour forecast of no spot; the time-of-day mean forgets a drought that is under way. The
+direct linear forecast per horizon sits between them: y[t+h] = profile(t+h) + b_h (y[t] - m_h), with b_h
+the least-squares slope of y[e+h] on y[e] over the history (`lag_slopes`, clipped to [0, 1]: a level lasts or
+fades, it does not reverse) and m_h the mean of those y[e]. Where b_h is 1 it is persistence plus the daily
+cycle, where it is 0 the profile. It is also how CHC's tail after its window reads the past
+(`spotlab.policies.chc`), so a plan on these forecasts sees one consistent picture from slot 1 to the end.
+"""
+
+from __future__ import annotations
+
+from numbers import Integral
+
+import numpy as np
+
+from ..params import Interval, positive_hours
+from .base import Predictor, slots_per
+
+
+def lag_slopes(y: np.ndarray, lags: np.ndarray, min_pairs: int = 24) -> tuple[np.ndarray, np.ndarray]:
+    """Per lag h, the least-squares slope of y[e + h] on y[e] over every such pair in `y`, clipped to [0, 1],
+    and the mean of those y[e]; both 0 where fewer than `min_pairs` pairs or no variation are known."""
+    beta, mean, _ = lag_stats(y, lags, min_pairs)
+    return beta, mean
+
+
+def lag_stats(y: np.ndarray, lags: np.ndarray, min_pairs: int = 24) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`lag_slopes` and, per lag, whether its slope is known."""
+    lags = np.asarray(lags, dtype=np.int64)
+    y = np.asarray(y, dtype=float)
+    n = y.size
+    if n <= min_pairs or lags.size == 0:
+        return np.zeros(lags.size), np.zeros(lags.size), np.zeros(lags.size, dtype=bool)
+    h = np.clip(lags, 0, n - 1)
+    pairs = n - h  # pairs (y[e], y[e + h]) for e = 0 .. n-1-h
+    cx, cxx = np.concatenate([[0.0], np.cumsum(y)]), np.concatenate([[0.0], np.cumsum(y * y)])
+    sx, sxx, sy = cx[pairs], cxx[pairs], cx[n] - cx[h]
+    sxy = np.correlate(y, y, mode="full")[n - 1 + h]
+    c = np.maximum(pairs, 1).astype(float)
+    var = sxx / c - (sx / c) ** 2
+    cov = sxy / c - sx * sy / c ** 2
+    use = (pairs >= min_pairs) & (var > 1e-9) & (lags >= 1)
+    beta = np.where(use, np.clip(cov / np.where(use, var, 1.0), 0.0, 1.0), 0.0)
+    return beta, np.where(use, sx / c, 0.0), use
+
+
+def daily_profile(y: np.ndarray, period: int) -> np.ndarray:
+    """Mean of `y` at each phase of the period (phase = index mod period) when two periods or more are
+    known, else the overall mean at every phase."""
+    if period >= 2 and y.size >= 2 * period:
+        idx = np.arange(y.size) % period
+        return np.bincount(idx, weights=y, minlength=period) / np.maximum(np.bincount(idx, minlength=period), 1)
+    return np.full(max(period, 1), float(y.mean()))
+
+
+class Reversion(Predictor):
+    """y[t+h] = profile(t+h) + b_h (y[t] - m_h), from the history's lag-h slopes; persistence where a slope is
+    not known (fewer than `min_pairs` pairs)."""
+
+    name = "reversion"
+
+    def __init__(self, period_hours: float = 24.0, min_pairs: int = 24) -> None:
+        self.period_hours = period_hours
+        self.min_pairs = min_pairs
+
+    _parameter_constraints = {"period_hours": [positive_hours], "min_pairs": [Interval(Integral, 2, None)]}
+
+    def min_history(self, slot_hours: float = 1.0) -> int:
+        return int(self.min_pairs) + 1
+
+    def _fit(self, y: np.ndarray) -> None:
+        self.period_ = slots_per(self.period_hours, self.slot_hours_)
+        self.profile_ = daily_profile(y, self.period_)
+        self.fitted_n_ = y.size  # the profile's phases count from the first slot of this history
+        self.lo_, self.hi_ = float(y.min()), float(y.max())
+        self.slopes_: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+    def _slopes(self, w: int) -> tuple[np.ndarray, np.ndarray]:
+        if w not in self.slopes_:
+            lags = np.arange(1, w + 1)
+            beta, mean, known = lag_stats(self.y_[:self.fitted_n_], lags, int(self.min_pairs))
+            self.slopes_[w] = (np.where(known, beta, 1.0), np.where(known, mean, np.nan))
+        return self.slopes_[w]
+
+    def _at(self, origin: np.ndarray, h: np.ndarray, beta: np.ndarray, mean: np.ndarray) -> np.ndarray:
+        """Forecasts made at slots `origin` for `h` slots ahead (persistence where the mean is unknown)."""
+        last = self.y_[origin]
+        prof = self.profile_[(origin + h) % self.profile_.size]
+        f = np.where(np.isnan(mean), last, prof + beta * (last - np.nan_to_num(mean)))
+        return np.clip(f, self.lo_, self.hi_)
+
+    def _predict(self, w: int) -> np.ndarray:
+        beta, mean = self._slopes(w)
+        h = np.arange(1, w + 1)
+        return self._at(np.full(w, self.y_.size - 1), h, beta, mean)
+
+    def _insample_errors(self, w: int) -> list[np.ndarray]:
+        beta, mean = self._slopes(w)
+        y, out = self.y_[:self.fitted_n_], []
+        for i in range(w):
+            h = i + 1
+            if y.size <= h:
+                out.append(np.empty(0))
+                continue
+            e = np.arange(y.size - h)
+            out.append(y[e + h] - self._at(e, np.full(e.size, h), np.full(e.size, beta[i]), np.full(e.size, mean[i])))
+        return out

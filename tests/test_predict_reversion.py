@@ -1,0 +1,70 @@
+"""The reversion model: the time-of-day mean moved towards the last value by the history's lag slopes.
+
+- Known answers: a short dip is forecast to end, a long drought to last; the forecast equals its formula.
+- Property: the forecast lies between the last value and the profile (slopes in [0, 1]) and within the
+  history's range.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from spotlab.predict import make_predictor
+from spotlab.predict.reversion import daily_profile, lag_slopes, lag_stats
+
+
+def test_a_short_dip_ends_and_a_long_drought_lasts():
+    """Hourly availability of 8 GPUs with one-hour dips to 1 every 6 h: after a dip the forecast is back near 8 an
+    hour later (persistence would say 1 for every hour). With three-day droughts instead, the forecast made at the
+    start of one stays near 0 for the next hours."""
+    dips = np.where(np.arange(24 * 10) % 6 == 5, 1.0, 8.0)
+    m = make_predictor("reversion").fit(dips[:24 * 9 + 6])  # ends on a dip
+    assert m.y_[-1] == 1.0
+    f = m.predict(12)
+    assert f[0] > 7.0 and np.all(f >= 1.0)
+    droughts = np.where((np.arange(24 * 12) // 72) % 2 == 0, 8.0, 0.0)  # three days with spot, three without
+    m = make_predictor("reversion").fit(droughts[:24 * 9 + 2])  # two hours into a drought
+    assert m.y_[-1] == 0.0
+    assert np.all(m.predict(6) < 1.0)
+
+
+def test_the_forecast_is_the_profile_moved_by_the_lag_slope():
+    rng = np.random.default_rng(3)
+    y = np.repeat(rng.integers(0, 9, 60), 5)[:250].astype(float)
+    m = make_predictor("reversion").fit(y)
+    w = 10
+    beta, mean = lag_slopes(y, np.arange(1, w + 1))
+    prof = daily_profile(y, 24)
+    want = np.clip(prof[(y.size - 1 + np.arange(1, w + 1)) % 24] + beta * (y[-1] - mean), y.min(), y.max())
+    np.testing.assert_allclose(m.predict(w), want)
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(seed=st.integers(0, 2**31 - 1), run=st.integers(1, 12), w=st.integers(1, 30))
+def test_between_the_last_value_and_the_profile_and_within_the_range(seed, run, w):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(30, 400))
+    y = np.repeat(rng.integers(0, 9, n // run + 1), run)[:n].astype(float)
+    origin = int(rng.integers(25, n))
+    m = make_predictor("reversion").fit(y[:origin])
+    f = m.predict(w)
+    prof = daily_profile(y[:origin], 24)[(origin - 1 + np.arange(1, w + 1)) % (24 if origin >= 48 else 1)]
+    last = y[origin - 1]
+    lo, hi = np.minimum(prof, last), np.maximum(prof, last)
+    beta, mean, known = lag_stats(y[:origin], np.arange(1, w + 1))
+    # with the lag's own mean in place of the profile's level the forecast is a convex combination; allow
+    # for the difference between the two means
+    slack = np.abs(mean - prof) * beta + 1e-9
+    assert np.all((f >= lo - slack) | ~known) and np.all((f <= hi + slack) | ~known)
+    assert np.all(f >= y[:origin].min() - 1e-9) and np.all(f <= y[:origin].max() + 1e-9)
+
+
+def test_bad_parameters_are_one_clear_error():
+    from spotlab.errors import PredictionError
+
+    with pytest.raises(PredictionError, match="min_pairs"):
+        make_predictor("reversion", min_pairs=1)
+    with pytest.raises(PredictionError, match="needs at least 25 slots"):
+        make_predictor("reversion").fit(np.ones(10))
