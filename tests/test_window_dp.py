@@ -263,3 +263,25 @@ def test_a_tail_that_is_a_forecast_may_be_left_unfinished(method):
     assert past.s[0] == 1
     ahead = plan(True)
     assert not (ahead.o + ahead.s).any() and ahead.objective == pytest.approx(-1.0)
+
+
+@pytest.mark.parametrize("method", ["dp", "milp"])
+def test_after_a_forecast_tail_on_demand_is_bought_early(method):
+    """No spot anywhere, 8 h of work, 20 h to do it: on-demand hours cost the same now or later. After the past's
+    tail the timing bias buys them later (waiting keeps the chance of spot); after a tail that is a forecast there is
+    no such chance, and on-demand hours deferred into a fluid tail land between spot spells in a real market, so
+    the plan buys them now. The objective at the true prices is the same."""
+    job = Job(work=8.0, deadline_h=20.0, hard_deadline_h=20.0, n_min=1, n_max=1, overhead_h=0.1)
+    wp = WindowProblem(job, 3, 1.0, blocks=4)
+    state = WindowState(0.0, job.work, 0, 0, 0.0)
+    k = wp.tail_for(state).size - 1
+
+    def plan(forecast: bool):
+        tail = TailForecast(np.diff(wp.tail_for(state)), np.zeros(k), np.full(k, 0.8), np.full(k, 3.0),
+                            forecast=forecast)
+        return wp.solve(state, np.zeros(3), np.full(3, 0.8), np.full(3, 3.0), tail, slots_left=20, urgency=0.1,
+                        net="strict", method=method, solver="highs", mip_gap=1e-6)
+
+    past, ahead = plan(False), plan(True)
+    assert past.o[0] == 0
+    assert np.all(ahead.o == 1)

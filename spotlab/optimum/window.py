@@ -41,7 +41,9 @@ followed by what happens after the window [ours]:
   the past, pessimistic after a drought) idled through spot it had in hand (the same zone, an 86-h job on one
   GPU, w = 12: 138.7 $/job against 163.1 now; see `spotlab.policies.chc` for where it goes the other way).
   A tail that is a forecast of its slots, not the past's average (the oracle's), may leave the job unfinished
-  (`TailForecast.forecast`). A job no price could make pay stops at once (`_hopeless`). Whether to stop is decided at
+  (`TailForecast.forecast`), and before such a tail the timing bias buys on-demand GPUs earlier, not later: the
+  forecast already shows what waiting would find, and on-demand hours deferred into the fluid tail land between
+  its spot spells, where each switch costs a restart the tail does not model. A job no price could make pay stops at once (`_hopeless`). Whether to stop is decided at
   the true prices, not the timing bias's (see `solve`). With the net off, `must_finish=False` lets the plan
   leave the job unfinished at the tail's end instead.
 
@@ -405,6 +407,11 @@ class WindowProblem:
         # hedge, and the plan is the exact optimum)
         bias = float(urgency) if float(lengths.sum()) > 0 else float(window_urgency)
         early = bias * (T - np.arange(T)) / T
+        # ... except that after a tail that is a forecast of its own slots (the oracle's) on-demand is bought
+        # earlier: waiting keeps no chance the forecast does not already show, and on-demand hours deferred to the
+        # fluid tail land between its spot spells, where each switch costs a restart the tail does not model
+        forecast_tail = tail is not None and n_used > 0 and bool(tail.forecast)
+        od_early = -early if forecast_tail else early
         # the unused end of the finishing slot: its GPUs' price refunded, its value earned earlier where V
         # is linear over the slot (after d, before gamma*d); elsewhere V at the slot's end (a lower bound)
         ends = np.concatenate([state.time_h + (np.arange(T) + 1) * dt, ends_tail])
@@ -415,7 +422,6 @@ class WindowProblem:
         # tail, an expectation, does not decide to stop, unless it is a forecast (`TailForecast.forecast`) or no
         # price the plan sees could make finishing pay
         may_stop = not must_finish and net != "off"
-        forecast_tail = tail is not None and n_used > 0 and bool(tail.forecast)
         finish = must_finish or (may_stop and not forecast_tail and not self._hopeless(
             state.remaining, np.concatenate([sp[a >= 1], od, c_gs[:n_used][gs_hi[:n_used] > 0],
                                              c_gm[:n_used][gm_hi[:n_used] > 0]])))
@@ -423,7 +429,7 @@ class WindowProblem:
             remaining=float(state.remaining), prev_o=int(state.prev_o), prev_s=int(state.prev_s), running=running,
             pending_h=state.pending_h if running else 0.0, left=left, slot_hours=dt,
             s_hi=np.floor(np.minimum(a, job.n_max) + 1e-9) * can_run, o_hi=np.full(T, float(job.n_max)) * can_run,
-            od_cost=od * dt * (1.0 + early), sp_cost=sp * dt * (1.0 - early), od_refund=od * dt, sp_refund=sp * dt,
+            od_cost=od * dt * (1.0 + od_early), sp_cost=sp * dt * (1.0 - early), od_refund=od * dt, sp_refund=sp * dt,
             constant_od=bool(np.all(od == od[0])), lim=lim, value_end=job.value_at(ends),
             value_unused=np.where(linear, job.value * dt / max(hd - d, 1e-12), 0.0),
             unfinished=-job.miss_penalty - (self.finish_penalty(od) if finish else 0.0),
@@ -442,7 +448,8 @@ class WindowProblem:
 
         `slots_left`: slots before the hard deadline (nothing can run after it). `urgency`: this share of the
         price makes spot used earlier and on-demand bought later look that much cheaper while the plan leans
-        on a tail (expected, not forecast, capacity), so that the plan keeps its options; `window_urgency`: the
+        on a tail (expected, not forecast, capacity), so that the plan keeps its options; after a tail that is a
+        forecast (`TailForecast.forecast`) on-demand bought earlier instead (see `terms`); `window_urgency`: the
         same when the window reaches the job's end (its slots may be forecasts too). `method`: "milp" (the MILP by
         `solver`), "dp" (the dynamic programme of `window_dp.py`, proven within `mip_gap`) or "auto" (the
         DP where it applies and proves its gap, else the MILP started from the DP's plan). Returns None when

@@ -27,19 +27,26 @@ on-demand cost of the optimum on held-out zones.
 
 Why the oracle's tail reads the future [ours]: perfect forecasts are perfect after the window too. With
 `predictor="oracle"` the tail is the oracle's forecast of the tail's slots, slot by slot (with the oracle's error
-when sigma > 0), where a real model's tail is the past's profile below; each of its blocks loses the restart overhead
-of the spells the forecast starts, changes or ends in it and pays the forecast's prices there (`_forecast_tail`; against
-the tail-wide share the past's tail uses, this moved 32 of the 72 held-out cells below, 21 towards the optimum by up
-to 17.7 $/job and 11 away by up to 1.7; mean gap to the optimum 0.94% -> 0.81%), and a job that may give up may leave the tail unfinished, since
-the tail is then a forecast and not the past's average (`TailForecast.forecast`). The timing bias below stays on: the tail is still
-fluid, and without the bias CHC fell just below uniform progress where there was nothing to gain (asia-south2-b,
-hardly any spot, a cost-only job: 2,828.6 $/job against 2,826.5). Before, "A1 with perfect forecasts" at w = 12 saw
-12 slots and then the past week, so where the regime changed it fell far below the optimum: GCP H100 us-west1-a, a
-68-h job on 2 GPUs (`spotlab heldout --seed 5`, job shape 7): 2 or more spot GPUs in 35% of the past week's hours
-and 83% of the first job's, 91.9 $/job against the optimum's 118.3, 117.6 with the oracle's tail; europe-west3-c
-(2% and then up to 99%) -34.0 against 38.0, now 31.8. On the 72 cells of `spotlab heldout --seed 5 --jobs 8` (nine
-GCP H100 zones) the w = 12 bar (within 10% of the optimum, not below uniform progress) went from 65 to 70. Where it
-still misses, the tail is still a fluid model: whole GPUs, restarts and the net are modelled only in the window.
+when sigma > 0), where a real model's tail is the past's profile below. Before, "A1 with perfect forecasts" at
+w = 12 saw 12 slots and then the past week, so where the regime changed it fell far below the optimum: GCP H100
+us-west1-a, a 68-h job on 2 GPUs (`spotlab heldout --seed 5`, job shape 7): 2 or more spot GPUs in 35% of the past
+week's hours and 83% of the first job's, 91.9 $/job against the optimum's 118.3 (116.3 now); europe-west3-c (2% and
+then up to 99%) -34.0 against 38.0 (36.5 now). Three things make such a tail work, each measured on the 72 cells of
+`spotlab heldout --seed 5 --jobs 8` (nine GCP H100 zones), where the w = 12 bar (within 10% of the optimum, not
+below uniform progress) went from 65 cells with the past's tail to 70 and then 72:
+- a job that may give up may leave the tail unfinished, since the tail is then a forecast and not the past's
+  average (`TailForecast.forecast`);
+- each block loses the restart overhead of the spells the forecast starts, changes or ends in it and pays the
+  forecast's prices there (`_forecast_tail`); against the tail-wide share the past's tail uses, 21 cells moved
+  towards the optimum by up to 17.7 $/job and 11 away by up to 1.7 (mean gap to the optimum 0.94% -> 0.81%);
+- the timing bias below stays on, but before such a tail it buys on-demand GPUs earlier, not later
+  (`WindowProblem.terms`). Without any bias CHC fell just below uniform progress where there was nothing to gain
+  (asia-south2-b, hardly any spot, a cost-only job: 2,828.6 $/job against 2,826.5); with on-demand deferred, the
+  plan bought it between later spot spells where the optimum bought it in one block before a drought, and paid
+  the restarts (us-east4-a, job shape 7, job 2: 54 on-demand GPU-hours against 52). Bought earlier: the bar went
+  from 70 to 72 cells, the mean gap 0.81% -> 0.65% (14 cells up by up to 16.7 $/job, 20 down by up to 7.9).
+The tail is still a fluid model: whole GPUs, switches between on-demand and spot, and the net are modelled only in
+the window.
 `tail="past"` keeps the oracle's window and the past's tail, which is what a real forecaster's plan leans on: the
 tests of the tail's own features and the leaderboard's perfect-window line (notebook 01c) use it. The measurements
 below that say "perfect window forecasts" were all made with the past's tail.
