@@ -177,7 +177,7 @@ from __future__ import annotations
 import math
 import time
 from numbers import Integral, Real
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -463,7 +463,7 @@ class CHC(OnlinePolicy):
         raw, raw_mixed = per_block(cap_pure), per_block(cap_mixed)
         n = bounds.size - 1
         if oracle:  # the forecast's own restarts, in the blocks where they fall, and its prices there
-            return self._forecast_tail(bounds, per_block, a, p, pure, mixed, raw, raw_mixed, od, mixed_price)
+            return self._forecast_tail(bounds, per_block, a, p, pure, mixed, od, mixed_price)
         # ... and a restart stalls the whole job: the share 1 - useful of the hours spot is there (its GPU-hours
         # over its mean level while there) is time the job cannot work in, on-demand GPUs included
         on = pure > 0
@@ -477,8 +477,8 @@ class CHC(OnlinePolicy):
                             od_price=np.full(n, od), stalled_hours=stalled,
                             mixed_gpu_hours=raw_mixed * useful, mixed_price=price(mixed_price), forecast=oracle)
 
-    def _forecast_tail(self, bounds: np.ndarray, per_block, a: np.ndarray, p: np.ndarray, pure: np.ndarray,
-                       mixed: np.ndarray, raw: np.ndarray, raw_mixed: np.ndarray, od: float,
+    def _forecast_tail(self, bounds: np.ndarray, per_block: Callable[[np.ndarray], np.ndarray], a: np.ndarray,
+                       p: np.ndarray, pure: np.ndarray, mixed: np.ndarray, od: float,
                        mixed_price: float) -> TailForecast:
         """The tail of a slot-by-slot forecast (the oracle's): each block loses the restart overhead of the
         spells that start, change or end in it (`restart_slots`), and pays the forecast's spot prices there. Why
