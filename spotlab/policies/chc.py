@@ -147,7 +147,11 @@ the held-out job of issue 11, perfect window forecasts: 139 $/job against the op
 window's first slot looks 10% cheaper, falling to 0 at its end, and on-demand 10% dearer: on all eight GCP
 H100 zones CHC with perfect forecasts gained (e.g. 139 -> 151, 21 -> 29, 30 -> 35 $/job) and none lost; with
 the conditioned tail above, urgency 0 still loses on all seven zones measured (e.g. us-west1-a 39.6 -> 26.3,
-us-east4-b 247.9 -> 228.7). Only while the plan leans on a tail: when the window reaches the job's end and its
+us-east4-b 247.9 -> 228.7). On persistence forecasts too: as A3's CHC member on the 72 cells of `spotlab heldout
+--seed 5 --jobs 8`, urgency 0 held A3's bar on 45 cells against 62 (the member 42.4 $/job above uniform progress on
+average against 61.4), although it wins where the bias defers on-demand GPUs through a drought and the job then
+finishes late (a 7,551-$ job on europe-west3-c, `--seed 9`, shape 3: 4,858.8 $/job against 4,441.9; uniform
+progress 4,668.0). Only while the plan leans on a tail: when the window reaches the job's end and its
 forecasts are exact (`predictor="oracle"`, sigma = 0) the plan is the exact optimum (the bias is off). On any
 other forecasts a window reaching the job's end still gets a 1% bias, a tie-break: persistence forecasts every
 later slot at the price and availability of now, so without it the plan is indifferent to when the work is
