@@ -43,9 +43,10 @@ followed by what happens after the window [ours]:
   A tail that is a forecast of its slots, not the past's average (the oracle's), may leave the job unfinished
   (`TailForecast.forecast`), and before such a tail the timing bias buys on-demand GPUs earlier, not later: the
   forecast already shows what waiting would find, and on-demand hours deferred into the fluid tail land between
-  its spot spells, where each switch costs a restart the tail does not model. A job no price could make pay stops at once (`_hopeless`). Whether to stop is decided at
-  the true prices, not the timing bias's (see `solve`). With the net off, `must_finish=False` lets the plan
-  leave the job unfinished at the tail's end instead.
+  its spot spells, where each switch costs a restart the tail does not model. A job no price could make pay
+  stops at once (`_hopeless`). Whether to stop is decided at the true prices, not the timing bias's (see
+  `solve`). With the net off, `must_finish=False` lets the plan leave the job unfinished at the tail's end
+  instead.
 
 Speed: the Pyomo model is built and compiled once per (job, w, blocks, pending overhead, constant on-demand
 price, give-up: a model has the stop's columns only where it may stop); the state and the tail enter only

@@ -55,9 +55,9 @@ Why the tail is conditioned on the window [ours]: spot comes in regimes (a zone 
 A tail expecting the time-of-day average after a window that ends with no spot promises spot that a
 drought does not deliver, so the plan waits, then buys late on demand or finishes late. The tail therefore
 moves the time-of-day average towards the window's last slot by the least-squares slope the past gives at
-each lag (`spotlab.predict.reversion.lag_slopes`, clipped to [0, 1]). On a held-out job (96 GPU-h on 1-8 GPUs, value 400 $, 24/36 h)
-with perfect window forecasts this took GCP H100 us-west1-a from 29.3 to 39.6 $/job (optimum 40.7) and
-us-east4-a from 150.9 to 166.7 (169.3); on synthetic markets of day-long regimes it is within 5% of the
+each lag (`spotlab.predict.reversion.lag_slopes`, clipped to [0, 1]). On a held-out job (96 GPU-h on 1-8
+GPUs, value 400 $, 24/36 h) with perfect window forecasts this took GCP H100 us-west1-a from 29.3 to 39.6
+$/job (optimum 40.7) and us-east4-a from 150.9 to 166.7 (169.3); on synthetic markets of day-long regimes it is within 5% of the
 optimum (`tests/test_chc_tail.py`). The tail's work per GPU-hour is the concave envelope of H
 (`spotlab.optimum.window.work_segments`), not the best rate alone, which overstated what many GPUs do for
 beta > 0.
@@ -419,8 +419,9 @@ class CHC(OnlinePolicy):
         counts as work, at the price of the whole hour, and the rest of those hours stalls the job
         (`stalled_hours`). Certainty-equivalent on
         purpose: the plan is re-solved every slot, so what the tail promises and the market does not deliver is
-        re-planned, on-demand included, before the deadline. With the oracle's tail (`tail`) the same tiers,
-        prices and restart share come from the oracle's forecast of the tail's own slots, slot by slot."""
+        re-planned, on-demand included, before the deadline. With the oracle's tail (`tail`) the same tiers come
+        from the oracle's forecast of the tail's own slots, with their restarts and prices block by block
+        (`_forecast_tail`)."""
         if bounds.size < 2:
             return None
         job, dt = self.job, self.dt_
@@ -441,13 +442,19 @@ class CHC(OnlinePolicy):
         # such an hour offers N_min GPU-hours at their blended price, a dearer tier of its own
         pure = np.where(a >= job.n_min, np.minimum(a, job.n_max), 0.0)
         mixed = np.where((a > 0) & (a < job.n_min), float(job.n_min), 0.0)
+        # integral of the per-slot capacity (GPUs) over each block, in GPU-hours
+        edges = np.arange(first, last + 1) * dt
+
+        def per_block(cap: np.ndarray) -> np.ndarray:
+            cum = np.concatenate([[0.0], np.cumsum(cap * dt)])
+            return np.maximum(np.diff(np.interp(bounds, edges, cum)), 0.0)
+
+        if oracle:  # the forecast's own restarts, in the blocks where they fall, and its prices there
+            return self._forecast_tail(bounds, per_block, a, p, pure, mixed, od)
         seen = float(np.nan_to_num(np.asarray(window_avail, dtype=float)[-1], nan=0.0))
-        if oracle:  # slot by slot, as forecast
-            cap_pure, cap_mixed = pure, mixed
-        else:
-            cap_pure = self._profile(pure, k, min(seen, float(job.n_max)) if seen >= job.n_min else 0.0)
-            cap_mixed = self._profile(mixed, k, float(job.n_min) if 0 < seen < job.n_min else 0.0) \
-                if mixed.any() or 0 < seen < job.n_min else np.zeros(k.size)  # N_min = 1: never any
+        cap_pure = self._profile(pure, k, min(seen, float(job.n_max)) if seen >= job.n_min else 0.0)
+        cap_mixed = self._profile(mixed, k, float(job.n_min) if 0 < seen < job.n_min else 0.0) \
+            if mixed.any() or 0 < seen < job.n_min else np.zeros(k.size)  # N_min = 1: never any
         ok_p = np.isfinite(p)
         good = (pure > 0) & ok_p
         spot_price = float(np.mean(p[good])) if good.any() else od
@@ -457,17 +464,8 @@ class CHC(OnlinePolicy):
         # a spot hour in the tail pays for the restarts its spells need: only the share `useful` does work
         # (counted on the spot GPUs held: a mixed hour whose spot count changes restarts too)
         useful = restart_share(np.where(pure + mixed > 0, np.minimum(a, job.n_max), 0.0), dt, job.overhead_h)
-        # integral of the per-slot capacity (GPUs) over each block, in GPU-hours
-        edges = np.arange(first, last + 1) * dt
-
-        def per_block(cap: np.ndarray) -> np.ndarray:
-            cum = np.concatenate([[0.0], np.cumsum(cap * dt)])
-            return np.maximum(np.diff(np.interp(bounds, edges, cum)), 0.0)
-
         raw, raw_mixed = per_block(cap_pure), per_block(cap_mixed)
         n = bounds.size - 1
-        if oracle:  # the forecast's own restarts, in the blocks where they fall, and its prices there
-            return self._forecast_tail(bounds, per_block, a, p, pure, mixed, od, mixed_price)
         # ... and a restart stalls the whole job: the share 1 - useful of the hours spot is there (its GPU-hours
         # over its mean level while there) is time the job cannot work in, on-demand GPUs included
         on = pure > 0
@@ -479,13 +477,12 @@ class CHC(OnlinePolicy):
 
         return TailForecast(hours=np.diff(bounds), spot_gpu_hours=raw * useful, spot_price=price(spot_price),
                             od_price=np.full(n, od), stalled_hours=stalled,
-                            mixed_gpu_hours=raw_mixed * useful, mixed_price=price(mixed_price), forecast=oracle)
+                            mixed_gpu_hours=raw_mixed * useful, mixed_price=price(mixed_price))
 
     def _forecast_tail(self, bounds: np.ndarray, per_block: Callable[[np.ndarray], np.ndarray], a: np.ndarray,
-                       p: np.ndarray, pure: np.ndarray, mixed: np.ndarray, od: float,
-                       mixed_price: float) -> TailForecast:
+                       p: np.ndarray, pure: np.ndarray, mixed: np.ndarray, od: float) -> TailForecast:
         """The tail of a slot-by-slot forecast (the oracle's): each block loses the restart overhead of the
-        spells that start, change or end in it (`restart_slots`), and pays the forecast's spot prices there. Why
+        spells that start, change or end in it (`restart_slots`), and pays the forecast's prices there. Why
         not the tail-wide share of the past's tail: a forecast says where spot flickers, and a block of one-hour
         spells is worth less than a block of steady spot; averaged over the tail, the plan bought on-demand where
         the optimum waited for steady spot, or waited for flickering spot it then paid restarts on."""
@@ -493,17 +490,19 @@ class CHC(OnlinePolicy):
         held = np.where(pure + mixed > 0, np.minimum(a, job.n_max), 0.0)
         lost = np.minimum(restart_slots(held) * float(job.overhead_h), dt)  # hours each slot stands still
         keep = 1.0 - lost / dt
-        spot_hours = per_block(pure * keep)
-        mixed_hours = per_block(mixed * keep)
-        good = np.isfinite(p)
-        paid = per_block(np.where(good, pure * p, pure * od))
-        blend = per_block(np.where(good & (mixed > 0), a * p + (job.n_min - a) * od, mixed * od))
-        n = bounds.size - 1
-        spot_price = np.where(spot_hours > 1e-12, paid / np.maximum(spot_hours, 1e-12), od)
-        mixed_prices = np.where(mixed_hours > 1e-12, blend / np.maximum(mixed_hours, 1e-12), mixed_price)
-        return TailForecast(hours=np.diff(bounds), spot_gpu_hours=spot_hours, spot_price=spot_price,
-                            od_price=np.full(n, od), stalled_hours=per_block(np.where(pure + mixed > 0, lost / dt, 0.0)),
-                            mixed_gpu_hours=mixed_hours, mixed_price=mixed_prices, forecast=True)
+        spot_hours, mixed_hours = per_block(pure * keep), per_block(mixed * keep)
+        price = np.where(np.isfinite(p), p, od)
+        paid = per_block(pure * price)  # $ for the whole hours, restarts included
+        blend = per_block(np.where(mixed > 0, a * price + (job.n_min - a) * od, 0.0))
+
+        def per_useful_hour(cost: np.ndarray, hours: np.ndarray) -> np.ndarray:
+            return np.where(hours > 1e-12, cost / np.maximum(hours, 1e-12), od)  # no capacity: any price
+
+        return TailForecast(hours=np.diff(bounds), spot_gpu_hours=spot_hours,
+                            spot_price=per_useful_hour(paid, spot_hours), od_price=np.full(bounds.size - 1, od),
+                            stalled_hours=per_block(np.where(held > 0, lost / dt, 0.0)),
+                            mixed_gpu_hours=mixed_hours, mixed_price=per_useful_hour(blend, mixed_hours),
+                            forecast=True)
 
     def _profile(self, usable: np.ndarray, k: np.ndarray, level: float) -> np.ndarray:
         """Expected GPUs of `usable` k slots ahead: its time-of-day mean when two days or more are known, else

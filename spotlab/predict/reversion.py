@@ -76,35 +76,29 @@ class Reversion(Predictor):
         self.profile_ = daily_profile(y, self.period_)
         self.fitted_n_ = y.size  # the profile's phases count from the first slot of this history
         self.lo_, self.hi_ = float(y.min()), float(y.max())
-        self.slopes_: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self.slopes_: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
     def _slopes(self, w: int) -> tuple[np.ndarray, np.ndarray]:
         if w not in self.slopes_:
             lags = np.arange(1, w + 1)
-            beta, mean, known = lag_stats(self.y_[:self.fitted_n_], lags, int(self.min_pairs))
-            self.slopes_[w] = (np.where(known, beta, 1.0), np.where(known, mean, np.nan))
+            self.slopes_[w] = lag_stats(self.y_[:self.fitted_n_], lags, int(self.min_pairs))
         return self.slopes_[w]
 
-    def _at(self, origin: np.ndarray, h: np.ndarray, beta: np.ndarray, mean: np.ndarray) -> np.ndarray:
-        """Forecasts made at slots `origin` for `h` slots ahead (persistence where the mean is unknown)."""
+    def _at(self, origin: np.ndarray, h: int | np.ndarray, beta, mean, known) -> np.ndarray:
+        """Forecasts made at slots `origin` for `h` slots ahead (persistence where the slope is not known)."""
         last = self.y_[origin]
         prof = self.profile_[(origin + h) % self.profile_.size]
-        f = np.where(np.isnan(mean), last, prof + beta * (last - np.nan_to_num(mean)))
-        return np.clip(f, self.lo_, self.hi_)
+        return np.clip(np.where(known, prof + beta * (last - mean), last), self.lo_, self.hi_)
 
     def _predict(self, w: int) -> np.ndarray:
-        beta, mean = self._slopes(w)
         h = np.arange(1, w + 1)
-        return self._at(np.full(w, self.y_.size - 1), h, beta, mean)
+        return self._at(np.full(w, self.y_.size - 1), h, *self._slopes(w))
 
     def _insample_errors(self, w: int) -> list[np.ndarray]:
-        beta, mean = self._slopes(w)
-        y, out = self.y_[:self.fitted_n_], []
-        for i in range(w):
-            h = i + 1
-            if y.size <= h:
-                out.append(np.empty(0))
-                continue
-            e = np.arange(y.size - h)
-            out.append(y[e + h] - self._at(e, np.full(e.size, h), np.full(e.size, beta[i]), np.full(e.size, mean[i])))
+        beta, mean, known = self._slopes(w)
+        y = self.y_[:self.fitted_n_]
+        out = []
+        for i, h in enumerate(range(1, w + 1)):
+            e = np.arange(max(0, y.size - h))
+            out.append(y[e + h] - self._at(e, h, beta[i], mean[i], known[i]))
         return out
