@@ -109,6 +109,20 @@ def test_behind_the_line_a_partial_allocation_is_topped_up_to_n_max():
     assert r.completion_h[0] == pytest.approx(24.0)
 
 
+def test_survivors_below_n_min_on_the_line_are_let_go():
+    # H(n) = n, N 3..4, no overhead; work 140 by d = 40: line 3.5 per hour. Slot 0 on the line: 3 cheap spot
+    # GPUs (done 3); slot 1 behind (3 < 3.5): 3 spot + 1 on-demand (done 7); slot 2 spot falls to 1: 1 spot
+    # + 1 on-demand survive, too few to run, and the job is on its line (7 = 7): nothing is owed to the line,
+    # so it idles (topping up to 4 would buy progress ahead of it); slot 3 behind: 4 on-demand GPUs.
+    job = Job(work=140.0, deadline_h=40.0, n_min=3, n_max=4, overhead_h=0.0)
+    r = simulate(make_policy("prediction_free"), market([3, 3, 1] + [0] * 37, requested=4), job)
+    assert schedule(r, 4) == ([0, 1, 0, 4], [3, 3, 0, 0])
+    # work 152 (line 3.8 per hour): in slot 2 the job is behind (7 < 7.6), so the survivors are topped up to N_max
+    job = Job(work=152.0, deadline_h=40.0, n_min=3, n_max=4, overhead_h=0.0)
+    r = simulate(make_policy("prediction_free"), market([3, 3, 1] + [0] * 37, requested=4), job)
+    assert schedule(r, 4) == ([0, 1, 3, 4], [3, 3, 1, 0])
+
+
 def test_spot_count_grows_only_when_the_restart_pays_back():
     # 2 spot GPUs, then 3 obtainable. Growing costs delta = 0.5 h: worth it iff R/2 > 0.5 + R/3, i.e. R > 3.
     m = market([2] + [3] * 99, sp=0.5, requested=4)
