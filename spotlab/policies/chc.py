@@ -118,6 +118,12 @@ first four of each trace, both deadlines, three overheads: 144 runs, perfect win
 from 99.37 to 95.20 $ a run (optimum 88.63, uniform progress 100.57): lower on 84 runs, higher on 39 (by 6.98 $ at
 most). The rest of the gap is the tail's certainty: it expects the
 spells of the past week, so where spot then flickers more it still idles at first while its window shows none.
+A reserve of one more slot while the plan leans on the past's tail (scaled down on tails shorter than the window,
+so that a 12-h job keeps its last slot) did not settle it on GCP H100 either: as A3's CHC member on persistence
+forecasts it gained 5.2 $/job against uniform progress on the 72 cells of `spotlab heldout --seed 5 --jobs 8`
+(e.g. a 59-h cost-only job on one GPU on europe-west3-c, which idled through a drought into the net and then ran on
+demand through 22 h of spot: -227.9 -> -190.1) and 1.0 on the 30 of `--seed 9`, but A3's bar went from 62 to 63 and
+from 24 to 24 cells (the selector left the member on changed warm-up evidence twice); not adopted.
 
 Why a job that may give up plans to stop [ours]: with the net's give-up (`make_policy(..., give_up=True)`) the
 window problem need not finish (`must_finish=False`) and may stop the job where the net would take it over, as the
@@ -151,7 +157,8 @@ us-east4-b 247.9 -> 228.7). On persistence forecasts too: as A3's CHC member on 
 --seed 5 --jobs 8`, urgency 0 held A3's bar on 45 cells against 62 (the member 42.4 $/job above uniform progress on
 average against 61.4), although it wins where the bias defers on-demand GPUs through a drought and the job then
 finishes late (a 7,551-$ job on europe-west3-c, `--seed 9`, shape 3: 4,858.8 $/job against 4,441.9; uniform
-progress 4,668.0). Only while the plan leans on a tail: when the window reaches the job's end and its
+progress 4,668.0). Nor does its on-demand half turn round there as it does before a forecast tail: as A3's member,
+on-demand unbiased held the bar on 59 of the 72 cells, bought early on 34. Only while the plan leans on a tail: when the window reaches the job's end and its
 forecasts are exact (`predictor="oracle"`, sigma = 0) the plan is the exact optimum (the bias is off). On any
 other forecasts a window reaching the job's end still gets a 1% bias, a tie-break: persistence forecasts every
 later slot at the price and availability of now, so without it the plan is indifferent to when the work is
