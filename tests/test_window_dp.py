@@ -270,7 +270,7 @@ def test_after_a_forecast_tail_on_demand_is_bought_early(method):
     """No spot anywhere, 8 h of work, 20 h to do it: on-demand hours cost the same now or later. After the past's
     tail the timing bias buys them later (waiting keeps the chance of spot); after a tail that is a forecast there is
     no such chance, and on-demand hours deferred into a fluid tail land between spot spells in a real market, so
-    the plan buys them now. The objective at the true prices is the same."""
+    the plan buys them now."""
     job = Job(work=8.0, deadline_h=20.0, hard_deadline_h=20.0, n_min=1, n_max=1, overhead_h=0.1)
     wp = WindowProblem(job, 3, 1.0, blocks=4)
     state = WindowState(0.0, job.work, 0, 0, 0.0)

@@ -51,16 +51,15 @@ the window.
 tests of the tail's own features and the leaderboard's perfect-window line (notebook 01c) use it. The measurements
 below that say "perfect window forecasts" were all made with the past's tail.
 
-Why the tail is conditioned on the window [ours]: spot comes in regimes (a zone empty for a day, then full).
-A tail expecting the time-of-day average after a window that ends with no spot promises spot that a
-drought does not deliver, so the plan waits, then buys late on demand or finishes late. The tail therefore
-moves the time-of-day average towards the window's last slot by the least-squares slope the past gives at
-each lag (`spotlab.predict.reversion.lag_slopes`, clipped to [0, 1]). On a held-out job (96 GPU-h on 1-8
-GPUs, value 400 $, 24/36 h) with perfect window forecasts this took GCP H100 us-west1-a from 29.3 to 39.6
-$/job (optimum 40.7) and us-east4-a from 150.9 to 166.7 (169.3); on synthetic markets of day-long regimes it is within 5% of the
-optimum (`tests/test_chc_tail.py`). The tail's work per GPU-hour is the concave envelope of H
-(`spotlab.optimum.window.work_segments`), not the best rate alone, which overstated what many GPUs do for
-beta > 0.
+Why the tail is conditioned on the window [ours]: spot comes in regimes (a zone empty for a day, then full). A tail
+expecting the time-of-day average after a window that ends with no spot promises spot that a drought does not
+deliver, so the plan waits, then buys late on demand or finishes late. The tail therefore moves the time-of-day
+average towards the window's last slot by the least-squares slope the past gives at each lag
+(`spotlab.predict.reversion.lag_slopes`, clipped to [0, 1]). On a held-out job (96 GPU-h on 1-8 GPUs, value 400 $,
+24/36 h) with perfect window forecasts this took GCP H100 us-west1-a from 29.3 to 39.6 $/job (optimum 40.7) and
+us-east4-a from 150.9 to 166.7 (169.3); on synthetic markets of day-long regimes it is within 5% of the optimum
+(`tests/test_chc_tail.py`). The tail's work per GPU-hour is the concave envelope of H
+(`spotlab.optimum.window.work_segments`), not the best rate alone, which overstated what many GPUs do for beta > 0.
 
 Why the tail's spot hours are discounted by restarts [ours]: each time spot comes back (or changes level)
 and each time it goes, a job on it loses the restart overhead. A tail that counts every expected spot hour
@@ -123,7 +122,8 @@ so that a 12-h job keeps its last slot) did not settle it on GCP H100 either: as
 forecasts it gained 5.2 $/job against uniform progress on the 72 cells of `spotlab heldout --seed 5 --jobs 8`
 (e.g. a 59-h cost-only job on one GPU on europe-west3-c, which idled through a drought into the net and then ran on
 demand through 22 h of spot: -227.9 -> -190.1) and 1.0 on the 30 of `--seed 9`, but A3's bar went from 62 to 63 and
-from 24 to 24 cells (the selector left the member on changed warm-up evidence twice); not adopted.
+from 24 to 24 cells (twice the selector left the member, whose outcomes had hardly moved, and lost 53.8 and
+57.6 $/job); not adopted.
 
 Why a job that may give up plans to stop [ours]: with the net's give-up (`make_policy(..., give_up=True)`) the
 window problem need not finish (`must_finish=False`) and may stop the job where the net would take it over, as the
@@ -146,30 +146,29 @@ tail that may stop: -46.7). Both ways the tail's expectation decides, and it is 
 that no price the plan sees could make pay (its work at the cheapest price, no restart, costs more than its value
 and penalty) stops at once (`WindowProblem._hopeless`).
 
-Why `urgency = 0.1` [ours]: the tail's spot capacity is what the past leads one to expect, not a forecast, and
-spot expected later is worth less than spot in hand. With a mere tie-break (0.005) and a 1% gap, a plan could
-defer the spot it had for the tail's and lose the job's value when that spot never came (GCP H100 us-east4-a,
-the held-out job of issue 11, perfect window forecasts: 139 $/job against the optimum's 169). So spot in the
-window's first slot looks 10% cheaper, falling to 0 at its end, and on-demand 10% dearer: on all eight GCP
-H100 zones CHC with perfect forecasts gained (e.g. 139 -> 151, 21 -> 29, 30 -> 35 $/job) and none lost; with
-the conditioned tail above, urgency 0 still loses on all seven zones measured (e.g. us-west1-a 39.6 -> 26.3,
-us-east4-b 247.9 -> 228.7). On persistence forecasts too: as A3's CHC member on the 72 cells of `spotlab heldout
---seed 5 --jobs 8`, urgency 0 held A3's bar on 45 cells against 62 (the member 42.4 $/job above uniform progress on
-average against 61.4), although it wins where the bias defers on-demand GPUs through a drought and the job then
-finishes late (a 7,551-$ job on europe-west3-c, `--seed 9`, shape 3: 4,858.8 $/job against 4,441.9; uniform
-progress 4,668.0). Nor does its on-demand half turn round there as it does before a forecast tail: as A3's member,
-on-demand unbiased held the bar on 59 of the 72 cells, bought early on 34. Only while the plan leans on a tail: when the window reaches the job's end and its
-forecasts are exact (`predictor="oracle"`, sigma = 0) the plan is the exact optimum (the bias is off). On any
-other forecasts a window reaching the job's end still gets a 1% bias, a tie-break: persistence forecasts every
-later slot at the price and availability of now, so without it the plan is indifferent to when the work is
-done, may idle while spot is there and lose the job's value when it goes (a 3-GPU-hour job, 6-h deadline,
-value below its on-demand cost: 1.92 per job against uniform progress's 2.92; 2.92 with the tie-break, the
-optimum 2.97). On 24 random synthetic markets and jobs (five regimes, one without spot; N_max 1-8, deadlines
-6-24 h, value 0.6-1.5x the on-demand cost) the tie-break raised the mean utility of CHC (w = 12, persistence)
-by 0.75% of the job's value, lowered it by at most 0.3% on 2 and raised it on 7 (by up to 15%); the full 10%
-there raised it by 0.47% on average but lowered it on 11. On the held-out job of issue 11 (36-h windows, the
-bias only matters in the last 12 h) no zone moved by more than 1 $/job with persistence, seasonal-naive or
-ARIMA forecasts.
+Why `urgency = 0.1` [ours]: the tail's spot capacity is what the past leads one to expect, not a forecast, and spot
+expected later is worth less than spot in hand. With a mere tie-break (0.005) and a 1% gap, a plan could defer the
+spot it had for the tail's and lose the job's value when that spot never came (GCP H100 us-east4-a, the held-out job
+of issue 11, perfect window forecasts: 139 $/job against the optimum's 169). So spot in the window's first slot
+looks 10% cheaper, falling to 0 at its end, and on-demand 10% dearer: on all eight GCP H100 zones CHC with perfect
+forecasts gained (e.g. 139 -> 151, 21 -> 29, 30 -> 35 $/job) and none lost; with the conditioned tail above, urgency
+0 still loses on all seven zones measured (e.g. us-west1-a 39.6 -> 26.3, us-east4-b 247.9 -> 228.7). On persistence
+forecasts too: as A3's CHC member on the 72 cells of `spotlab heldout --seed 5 --jobs 8`, urgency 0 held A3's bar on
+45 cells against 62 (the member 42.4 $/job above uniform progress on average against 61.4), although it wins where
+the bias defers on-demand GPUs through a drought and the job then finishes late (a 7,551-$ job on europe-west3-c,
+`--seed 9`, shape 3: 4,858.8 $/job against 4,441.9; uniform progress 4,668.0). Nor does its on-demand half turn
+round there as it does before a forecast tail: as A3's member, on-demand unbiased held the bar on 59 of the 72
+cells, bought early on 34. Only while the plan leans on a tail: when the window reaches the job's end and its
+forecasts are exact (`predictor="oracle"`, sigma = 0) the plan is the exact optimum (the bias is off). On any other
+forecasts a window reaching the job's end still gets a 1% bias, a tie-break: persistence forecasts every later slot
+at the price and availability of now, so without it the plan is indifferent to when the work is done, may idle while
+spot is there and lose the job's value when it goes (a 3-GPU-hour job, 6-h deadline, value below its on-demand cost:
+1.92 per job against uniform progress's 2.92; 2.92 with the tie-break, the optimum 2.97). On 24 random synthetic
+markets and jobs (five regimes, one without spot; N_max 1-8, deadlines 6-24 h, value 0.6-1.5x the on-demand cost)
+the tie-break raised the mean utility of CHC (w = 12, persistence) by 0.75% of the job's value, lowered it by at
+most 0.3% on 2 and raised it on 7 (by up to 15%); the full 10% there raised it by 0.47% on average but lowered it on
+11. On the held-out job of issue 11 (36-h windows, the bias only matters in the last 12 h) no zone moved by more
+than 1 $/job with persistence, seasonal-naive or ARIMA forecasts.
 
 Window problems are solved to a 1% gap by default: the plan is only as good as its forecasts. `method="auto"`
 (the default) solves them by the dynamic programme of `spotlab.optimum.window_dp`, which proves its plan

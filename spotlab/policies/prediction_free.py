@@ -37,7 +37,7 @@ obtainable spot GPUs ``a_t``, work left, allocation held, pending overhead) and 
    own (fewer than N_min) while the job is on or ahead of its line are let go and rules 1-2 decide: nothing
    is owed to the line yet, and the restart is due whenever the job runs again. Topping them up to N_max on
    demand bought progress ahead of the line (a 6-8 GPU job on GCP H100 us-west1-a, `spotlab heldout --seed
-   5`, shape 5: 10.3 $ below Uniform Progress in one of nine jobs; on the 174 other held-out cells of seeds 5,
+   5`, shape 5: 10.3 $ below Uniform Progress in one of nine jobs; on the 173 other held-out cells of seeds 5,
    9 and 13 nothing moved).
 
 4. **No flapping of the spot count.** When the job holds an intact spot-only allocation (no preemption)
@@ -146,13 +146,13 @@ class PredictionFree(OnlinePolicy):
         slow = obs.held_o + obs.held_s < full
         keep = stay & intact & ~(behind & slow)
         # the spot part was preempted: keep what survived (the restart is due anyway), topped up with
-        # on-demand GPUs to N_max if it could not run on its own or the job is behind the line (the restart
-        # being due, full speed costs no extra one); survivors that cannot run on their own while the job is on
-        # or ahead of its line are let go, and rules 1-2 decide (idle unless spot is cheap): nothing is owed to
-        # the line yet, and the restart is due whenever the job runs again
+        # on-demand GPUs to N_max behind the line (the restart being due, full speed costs no extra one);
+        # survivors too few to run on their own while the job is on or ahead of its line are let go, and rules
+        # 1-2 decide (idle unless spot is cheap): nothing is owed to the line yet, and the restart is due
+        # whenever the job runs again
         short = obs.held_o + obs.held_s < job.n_min
         retop = stay & ~intact & (behind | ~short)
-        o = np.where(keep, obs.held_o, np.where(retop, np.where(short | behind, full - obs.held_s, obs.held_o), o))
+        o = np.where(keep, obs.held_o, np.where(retop, np.where(behind, full - obs.held_s, obs.held_o), o))
         s = np.where(keep | retop, obs.held_s, s)
 
         # 4. keep an intact spot-only count unless growing it finishes sooner, restart included

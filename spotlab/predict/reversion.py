@@ -78,13 +78,14 @@ class Reversion(Predictor):
         self.lo_, self.hi_ = float(y.min()), float(y.max())
         self.slopes_: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
-    def _slopes(self, w: int) -> tuple[np.ndarray, np.ndarray]:
+    def _slopes(self, w: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         if w not in self.slopes_:
             lags = np.arange(1, w + 1)
             self.slopes_[w] = lag_stats(self.y_[:self.fitted_n_], lags, int(self.min_pairs))
         return self.slopes_[w]
 
-    def _at(self, origin: np.ndarray, h: int | np.ndarray, beta, mean, known) -> np.ndarray:
+    def _at(self, origin: np.ndarray, h: int | np.ndarray, beta: np.ndarray | float, mean: np.ndarray | float,
+            known: np.ndarray | bool) -> np.ndarray:
         """Forecasts made at slots `origin` for `h` slots ahead (persistence where the slope is not known)."""
         last = self.y_[origin]
         prof = self.profile_[(origin + h) % self.profile_.size]
