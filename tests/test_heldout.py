@@ -13,7 +13,7 @@ from hypothesis import given, settings, strategies as st
 
 from spotlab.errors import PolicyError, TraceError
 from spotlab.experiments import setups
-from spotlab.experiments.heldout import BARS, bars, heldout_check, random_spec
+from spotlab.experiments.heldout import BARS, HeldOut, bars, heldout_check, random_spec
 from spotlab.policies import make_policy
 from spotlab.simulator import simulate
 from spotlab.synthetic import synthetic_market
@@ -76,10 +76,29 @@ def test_bars_known_answers():
     # greedy earns more but misses the deadline more often than A3: the reference is uniform progress
     assert r["a3"] == 1.0 and r["a3_reference"] == "uniform_progress"
     assert r["net_binds"] == 0.5
+    # each bar says by how much: A1 relative to the optimum, A2 and A3 in $/job above their reference
+    assert r["a1_full_gap"] == pytest.approx(-0.005) and r["a1_w_gap"] == pytest.approx(-0.095)
+    assert r["a2_margin"] == pytest.approx(-10.0) and r["a3_margin"] == pytest.approx(10.0)
     # greedy that meets the deadline as often as A3 counts, and A3 is below it
     jobs.loc[jobs["method"] == "greedy", "met_deadline"] = True
     r = bars(jobs).iloc[0]
-    assert r["a3"] == 0.0 and r["a3_reference"] == "greedy"
+    assert r["a3"] == 0.0 and r["a3_reference"] == "greedy" and r["a3_margin"] == pytest.approx(-10.0)
+
+
+def test_summary_counts_the_bars_and_their_margins():
+    ok = [True]
+    cells = []
+    for a3, up in ((-120.04, -120.0), (-100.0, -130.0), (-150.0, -120.0)):
+        jobs = frame(optimal=([-90.0], ok), A1_chc_oracle=([-95.0], ok), uniform_progress=([up], ok),
+                     greedy=([-200.0], ok), A3_select=([a3], ok))
+        cells.append(bars(jobs).iloc[0])
+    s = HeldOut(pd.DataFrame(cells), pd.DataFrame()).summary().set_index("bar")
+    assert list(s.index) == ["a1_full", "a1_w", "a2", "a3"]
+    assert s.loc["a3", "runs"] == 3 and s.loc["a3", "holds"] == 2  # within the tie, above, 30 $/job below
+    assert s.loc["a3", "mean"] == pytest.approx((-0.04 + 30.0 - 30.0) / 3)
+    assert s.loc["a3", "worst"] == pytest.approx(-30.0)
+    assert s.loc["a1_w", "worst"] == pytest.approx(-5.0 / 90.0)
+    assert s.loc["a1_full", "runs"] == 0 and np.isnan(s.loc["a1_full", "mean"])
 
 
 def test_bars_on_negative_utilities_and_without_the_window_methods():
@@ -183,7 +202,9 @@ def run(*args):
 def test_command_prints_the_bars_and_fails_cleanly(tmp_path):
     p = run("calm", "--jobs", 1, "--max-jobs", 2, "--w", 4, "--no-full-window", "--out", tmp_path)
     assert p.returncode == 0, p.stderr
-    assert "a2 holds on" in p.stdout and "a1_full" not in p.stdout.splitlines()[-2]
+    said = [line for line in p.stdout.splitlines() if " holds on " in line]
+    assert [line.split()[0] for line in said] == ["a1_w", "a2", "a3"]  # no a1_full: --no-full-window
+    assert all("mean " in line and "worst " in line for line in said), said
     assert (tmp_path / "heldout_checks.csv").is_file()
     for args, message in [(["nowhere.csv"], "unknown market"), (["calm", "--job", "speed=3"], "unknown job field"),
                           (["calm", "--jobs", 0], "must be >= 1")]:

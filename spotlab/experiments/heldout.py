@@ -20,6 +20,10 @@ each bar holds:
 - ``a3``: policy selection with its defaults is not below the better of uniform progress and greedy;
   greedy counts only where it meets the soft deadline at least as often as A3 does.
 
+Each bar also has its margin (`MARGINS`), so that a failed bar says by how much: ``a1_full_gap`` and ``a1_w_gap``
+(the utility's gap to the optimum, relative to its size), ``a2_margin`` and ``a3_margin`` ($/job above uniform
+progress, and above the better baseline as counted for ``a3``); `HeldOut.summary` gives their mean and worst.
+
 "Within x% of the optimum" means ``U >= U_opt - x |U_opt|`` on the mean utility per job; every comparison
 allows ``tie`` $/job of rounding. The optimum is the hindsight plan: ``must_finish=False`` (the upper bound)
 for a job with a value or a miss penalty; a cost-only job (value and penalty 0) must finish, otherwise doing
@@ -45,7 +49,7 @@ from ..simulator import horizon_slots
 from . import setups
 from .comparison import A3, _check_max_jobs, _check_positive, _check_seed, _resolve_market, main_comparison
 
-__all__ = ["BARS", "HeldOut", "bars", "heldout_check", "random_spec"]
+__all__ = ["BARS", "MARGINS", "HeldOut", "bars", "heldout_check", "random_spec"]
 
 BARS = ("a1_full", "a1_w", "a2", "a3")
 PREFIX = "heldout"
@@ -141,8 +145,23 @@ def bars(jobs: pd.DataFrame, full_rel: float = 0.01, window_rel: float = 0.10, t
         row["a1_w"] = float("nan") if np.isnan(w_near) else float(w_near and w_up)
         row["a2"] = above("A2_prediction_free", up)
         row["a3"] = above(A3, best)
+        # how far each method is from its bar's reference, so that a failed bar says by how much
+        row["a1_full_gap"] = _gap(get(u, "A1_chc_oracle_full"), opt)
+        row["a1_w_gap"] = _gap(get(u, "A1_chc_oracle"), opt)
+        row["a2_margin"] = get(u, "A2_prediction_free") - up
+        row["a3_margin"] = a3 - best
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _gap(x: float, opt: float) -> float:
+    """(x - optimum) / |optimum|: 0 at the optimum, -0.05 five per cent below it (NaN where either is missing)."""
+    if np.isnan(x) or np.isnan(opt):
+        return float("nan")
+    return (x - opt) / max(abs(opt), 1e-9)
+
+
+MARGINS = {"a1_full": "a1_full_gap", "a1_w": "a1_w_gap", "a2": "a2_margin", "a3": "a3_margin"}
 
 
 @dataclass
@@ -155,10 +174,18 @@ class HeldOut:
     out_dir: Path | None = None
 
     def summary(self) -> pd.DataFrame:
-        """Per bar: runs checked, runs where it holds."""
+        """Per bar: runs checked, runs where it holds, and the mean and worst margin over them (`MARGINS`: A1's
+        relative gap to the optimum, A2's $/job above uniform progress, A3's above the better baseline)."""
         c = self.checks
-        return pd.DataFrame([{"bar": b, "runs": int(c[b].notna().sum()), "holds": int((c[b] == 1).sum())}
-                             for b in BARS if b in c.columns])
+        out = []
+        for b in BARS:
+            if b not in c.columns:
+                continue
+            m = c.loc[c[b].notna(), MARGINS[b]] if MARGINS[b] in c.columns else pd.Series(dtype=float)
+            out.append({"bar": b, "runs": int(c[b].notna().sum()), "holds": int((c[b] == 1).sum()),
+                        "margin": MARGINS[b], "mean": float(m.mean()) if m.size else float("nan"),
+                        "worst": float(m.min()) if m.size else float("nan")})
+        return pd.DataFrame(out)
 
 
 def heldout_check(markets: Iterable[str | Market] | str | Market, jobs: int = 8, seed: int = 0,
@@ -228,7 +255,8 @@ def heldout_check(markets: Iterable[str | Market] | str | Market, jobs: int = 8,
 
 def _ordered(checks: list[dict]) -> pd.DataFrame:
     """The verdicts first, then the means and the job's fields."""
-    lead = ["market", "job_spec", "jobs", *BARS, "cost_only", "give_up", "a3_reference", "net_binds"]
+    lead = ["market", "job_spec", "jobs", *BARS, "cost_only", "give_up", "a3_reference", "net_binds",
+            *MARGINS.values()]
     table = pd.DataFrame(checks)
     return table[[c for c in lead if c in table.columns] + [c for c in table.columns if c not in lead]]
 
