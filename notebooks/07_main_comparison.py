@@ -50,6 +50,7 @@ from spotlab.experiments.figures import project_path
 
 out_dir = str(project_path(out_dir))  # relative: under the project root, wherever the notebook runs
 import matplotlib.pyplot as plt
+from matplotlib.patches import Patch
 import numpy as np
 import seaborn as sns
 from IPython.display import display
@@ -147,15 +148,18 @@ display(imp.round(4))
 per = imp[imp["market"] != "all"]
 fig, ax = plt.subplots(figsize=(1.3 * len(per) + 3, 4.2))
 x = np.arange(len(per))
-ax.bar(x, 100 * per["mean_improvement"], color=["tab:green" if v >= 0 else "tab:red" for v in per["mean_improvement"]],
-       label="mean improvement")
-ax.scatter(x, 100 * per["best_improvement"], color="k", zorder=3, label="best per-job improvement")
-ax.axhline(100 * cmp.PAPER_BEST_IMPROVEMENT, ls="--", color="tab:purple",
-           label=f"paper: up to {100 * cmp.PAPER_BEST_IMPROVEMENT:.1f}%")
+ahead = per["mean_improvement"].to_numpy() >= 0
+ax.bar(x, 100 * per["mean_improvement"], color=np.where(ahead, "tab:green", "tab:red"))
+dots = ax.scatter(x, 100 * per["best_improvement"], color="k", zorder=3)
+paper = ax.axhline(100 * cmp.PAPER_BEST_IMPROVEMENT, ls="--", color="tab:purple")
 ax.axhline(0, color="k", lw=0.8)
 ax.set_xticks(x, [f"{m}\nvs {b}" for m, b in zip(per["market"], per["best_baseline"])], fontsize=8)
 ax.set_ylabel("improvement of A3 over the best baseline (%)")
-ax.legend(fontsize=8)
+# one legend entry per bar colour: a single "mean improvement" entry would take the first bar's colour
+kinds = [(Patch(color=c), f"mean improvement, A3 {w}") for c, w, any_ in
+         (("tab:green", "ahead", ahead.any()), ("tab:red", "behind", (~ahead).any())) if any_]
+kinds += [(dots, "best per-job improvement"), (paper, f"paper: up to {100 * cmp.PAPER_BEST_IMPROVEMENT:.1f}%")]
+ax.legend(*zip(*kinds), fontsize=8)
 fig.tight_layout()
 save(fig, imp, OUT.improvement)
 plt.show()
