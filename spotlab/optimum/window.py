@@ -342,9 +342,11 @@ class WindowProblem:
 
     def terms(self, state: WindowState, avail, spot_price, od_price, tail: TailForecast | None = None,
               slots_left: int | None = None, urgency: float = 0.0, must_finish: bool = True,
-              net: str = "strict", window_urgency: float = 0.0) -> WindowTerms:
+              net: str = "strict", window_urgency: float = 0.0, reserve_h: float = 0.0) -> WindowTerms:
         """The numbers of the window problem from `state` (see `solve`), checked: what every method solves."""
         job, T, dt = self.job, self.w, self.slot_hours
+        if not (math.isfinite(reserve_h) and reserve_h >= 0):
+            raise SolverError(f"window problem: the reserve must be a finite number of hours >= 0 (got {reserve_h!r})")
         a = np.asarray(avail, dtype=float)
         sp = np.asarray(spot_price, dtype=float)
         od = np.asarray(od_price, dtype=float)
@@ -415,7 +417,8 @@ class WindowProblem:
         od_early = -early if forecast_tail else early
         # the unused end of the finishing slot: its GPUs' price refunded, its value earned earlier where V
         # is linear over the slot (after d, before gamma*d); elsewhere V at the slot's end (a lower bound)
-        ends = np.concatenate([state.time_h + (np.arange(T) + 1) * dt, ends_tail])
+        # (read `reserve_h` later: a plan that expects to lose that much time it cannot place finishes earlier)
+        ends = np.concatenate([state.time_h + (np.arange(T) + 1) * dt, ends_tail]) + float(reserve_h)
         lo_c, hi_c = ends[:T] - dt, ends[:T]
         d, hd = job.deadline_h, job.hard_deadline_h
         linear = (lo_c >= d - 1e-9) & (hi_c <= hd + 1e-9) & (hd > d + 1e-9)
@@ -442,7 +445,8 @@ class WindowProblem:
     def solve(self, state: WindowState, avail, spot_price, od_price, tail: TailForecast | None = None,
               slots_left: int | None = None, solver: str = "highs", time_limit: float = 10.0,
               mip_gap: float = 1e-3, urgency: float = 0.0, must_finish: bool = True,
-              net: str = "strict", method: str = "milp", window_urgency: float = 0.0) -> WindowPlan | None:
+              net: str = "strict", method: str = "milp", window_urgency: float = 0.0,
+              reserve_h: float = 0.0) -> WindowPlan | None:
         """Plan the next w slots from `state`, given (forecast) availability and prices for them and the
         tail's expectations (None: nothing can be done after the window). `net`: plan within the simulator's
         safety net: "strict", "cbl" (its trigger counts no progress in the slot: one slot earlier) or "off".
@@ -451,7 +455,10 @@ class WindowProblem:
         price makes spot used earlier and on-demand bought later look that much cheaper while the plan leans
         on a tail (expected, not forecast, capacity), so that the plan keeps its options; after a tail that is a
         forecast (`TailForecast.forecast`) on-demand bought earlier instead (see `terms`); `window_urgency`: the
-        same when the window reaches the job's end (its slots may be forecasts too). `method`: "milp" (the MILP by
+        same when the window reaches the job's end (its slots may be forecasts too). `reserve_h`: the job's value
+        at each completion time is read that many hours later, so that a plan expecting to lose time it cannot
+        place (restarts it cannot forecast) finishes that much earlier; whether to stop is decided without it.
+        `method`: "milp" (the MILP by
         `solver`), "dp" (the dynamic programme of `window_dp.py`, proven within `mip_gap`) or "auto" (the
         DP where it applies and proves its gap, else the MILP started from the DP's plan). Returns None when
         the solver hit its time limit without a schedule; any other failure raises `SolverError` (a bug, not
@@ -464,15 +471,18 @@ class WindowProblem:
         if solver not in BACKENDS:
             raise SolverError(f"unknown solver {solver!r}; use one of {', '.join(BACKENDS)}")
         terms = self.terms(state, avail, spot_price, od_price, tail, slots_left, urgency, must_finish, net,
-                           window_urgency)
-        biased = not (np.array_equal(terms.od_cost, terms.od_refund) and np.array_equal(terms.sp_cost, terms.sp_refund))
+                           window_urgency, reserve_h)
+        biased = reserve_h > 0 or not (np.array_equal(terms.od_cost, terms.od_refund)
+                                       and np.array_equal(terms.sp_cost, terms.sp_refund))
         if not (terms.may_stop and biased):
             return self._solve(state, terms, method, solver, time_limit, mip_gap, started)
         # Whether to stop the job is decided at the true prices: the timing bias makes the window's spot cheaper and
         # its on-demand dearer than they are, which would tip a job worth about what finishing it costs one way or
         # the other. If stopping is the best plan at the true prices, it is the plan; else the biased plan times
         # the work, unless it would stop
-        plain = replace(terms, od_cost=terms.od_refund, sp_cost=terms.sp_refund)
+        true = terms if reserve_h == 0 else self.terms(state, avail, spot_price, od_price, tail, slots_left, urgency,
+                                                       must_finish, net, window_urgency)
+        plain = replace(true, od_cost=true.od_refund, sp_cost=true.sp_refund)
         first = self._solve(state, plain, method, solver, time_limit, mip_gap, started)
         if first is None or _no_better_than_stopping(first, plain):
             return first
