@@ -469,7 +469,7 @@ def cmd_forecast(args) -> int:
 
 
 def cmd_heldout(args) -> int:
-    from .experiments.heldout import BARS, heldout_check
+    from .experiments.heldout import BARS, MARGIN_UNITS, heldout_check
 
     if args.seed < 0:
         raise SpotlabError(f"--seed must be >= 0, got {args.seed}")
@@ -494,13 +494,11 @@ def cmd_heldout(args) -> int:
         print(f"{r['market']:{width}s} {int(r['job_spec']):3d} "
               + " ".join(f"{mark.get(r[b], '-'):>7s}" for b in bars) + "  " + " " * 19
               + " ".join(f"{r[f'U_{k}']:9.1f}" for k, _ in cols) + f"  {r.get('net_binds', float('nan')):9.0%}")
-    unit = {"a1_full": ("%", 100.0, "from the optimum"), "a1_w": ("%", 100.0, "from the optimum"),
-            "a2": (" $/job", 1.0, "above uniform progress"), "a3": (" $/job", 1.0, "above the better baseline")}
     said = []
     for _, b in res.summary().iterrows():
         if b["bar"] not in bars:
             continue
-        u, k, what = unit[b["bar"]]
+        k, u, what = MARGIN_UNITS[b["bar"]]
         said.append(f"{b['bar']} holds on {b['holds']} of {b['runs']} (mean {b['mean'] * k:+.2f}{u} {what}, "
                     f"worst {b['worst'] * k:+.2f}{u})")
     print("\n".join(said) + f"\nper-job rows and checks in {args.out}")

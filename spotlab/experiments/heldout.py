@@ -49,7 +49,7 @@ from ..simulator import horizon_slots
 from . import setups
 from .comparison import A3, _check_max_jobs, _check_positive, _check_seed, _resolve_market, main_comparison
 
-__all__ = ["BARS", "MARGINS", "HeldOut", "bars", "heldout_check", "random_spec"]
+__all__ = ["BARS", "MARGINS", "MARGIN_UNITS", "HeldOut", "bars", "heldout_check", "random_spec"]
 
 BARS = ("a1_full", "a1_w", "a2", "a3")
 PREFIX = "heldout"
@@ -162,6 +162,9 @@ def _gap(x: float, opt: float) -> float:
 
 
 MARGINS = {"a1_full": "a1_full_gap", "a1_w": "a1_w_gap", "a2": "a2_margin", "a3": "a3_margin"}
+# how each margin reads: (scale, unit, what it is measured from)
+MARGIN_UNITS = {"a1_full": (100.0, "%", "from the optimum"), "a1_w": (100.0, "%", "from the optimum"),
+                "a2": (1.0, " $/job", "above uniform progress"), "a3": (1.0, " $/job", "above the better baseline")}
 
 
 @dataclass

@@ -156,7 +156,7 @@ cost if the job ran on spot from now to the deadline. It applies only to a job w
 nothing by finishing after its soft deadline) and only before a tail read from the past (a forecast tail places
 its own restarts); whether to stop a job that may give up is decided without it. Measured as A3's CHC member: on
 a 7,551-$ job on GCP H100 europe-west3-c (`spotlab heldout --seed 9`, shape 3; N_min 3, N_max 8, 20 h of slack)
-the member finishes 1 to 4.5 h late in four of nine rounds and earns 4,441.9 $/job against uniform progress's
+the member finishes 0.07 to 4.5 h late in eight of nine rounds and earns 4,441.9 $/job against uniform progress's
 4,668.0; with the reserve it earns 4,910.6. A3's bar on the 30 cells of `--seed 9` went from 24 to 26 (66.0 to
 93.9 $/job above the better baseline on average, the worst cell from -226.1 to -3.4) and on the 72 of `--seed 5`
 from 62 to 63 (56.3 to 54.4 on average, the worst from -21.9 to -33.3: a spot-rich zone's value job kept further
@@ -447,11 +447,17 @@ class CHC(OnlinePolicy):
         left = job.deadline_h - float(time_h)
         if left <= 0:
             return 0.0
-        train = max(1, int(round(self.train_hours / self.dt_)))
-        a = self._history(i, t, "availability")[-train:]
-        a = np.where(np.isfinite(a), a, 0.0)
-        usable = np.where(a > 0, np.minimum(a, job.n_max), 0.0)
-        return (1.0 - restart_share(usable, self.dt_, job.overhead_h)) * left
+        return (1.0 - self._useful_share(self._recent(i, t, "availability"))) * left
+
+    def _recent(self, i: int, t: int, target: str) -> np.ndarray:
+        """The last `train_hours` observed of `target` (the history before the job included): the past that the
+        tail and the reserve read."""
+        return self._history(i, t, target)[-max(1, int(round(self.train_hours / self.dt_))):]
+
+    def _useful_share(self, avail: np.ndarray) -> float:
+        """`restart_share` of a job following the spot of `avail` (GPUs; not finite: none), up to N_max."""
+        a = np.where(np.isfinite(avail), avail, 0.0)
+        return restart_share(np.where(a > 0, np.minimum(a, self.job.n_max), 0.0), self.dt_, self.job.overhead_h)
 
     def _window_urgency(self) -> float:
         """The timing bias once the window reaches the job's end: none on exact forecasts, a tie-break else."""
@@ -483,9 +489,8 @@ class CHC(OnlinePolicy):
             a = self._oracle_forecast(i, t, "availability", int(k[-1]))[k - 1]
             p = self._oracle_forecast(i, t, "price", int(k[-1]))[k - 1]
         else:
-            train = max(1, int(round(self.train_hours / dt)))
-            a = self._history(i, t, "availability")[-train:]
-            p = self._history(i, t, "price")[-train:]
+            a = self._recent(i, t, "availability")
+            p = self._recent(i, t, "price")
         ok = np.isfinite(a)
         a, p = np.where(ok, a, 0.0), np.where(np.isfinite(p), p, np.nan)
         # spot below N_min still runs the job beside N_min - a on-demand GPUs (the window problem mixes them too):
@@ -513,7 +518,7 @@ class CHC(OnlinePolicy):
             if blend.any() else od
         # a spot hour in the tail pays for the restarts its spells need: only the share `useful` does work
         # (counted on the spot GPUs held: a mixed hour whose spot count changes restarts too)
-        useful = restart_share(np.where(pure + mixed > 0, np.minimum(a, job.n_max), 0.0), dt, job.overhead_h)
+        useful = self._useful_share(a)  # a > 0 exactly where pure + mixed > 0
         raw, raw_mixed = per_block(cap_pure), per_block(cap_mixed)
         n = bounds.size - 1
         # ... and a restart stalls the whole job: the share 1 - useful of the hours spot is there (its GPU-hours
