@@ -506,7 +506,7 @@ def test_short_window_with_perfect_forecasts_is_near_the_optimum_when_the_regime
 @settings(max_examples=8, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**31 - 1))
 def test_the_restart_reserve_touches_only_value_jobs_planned_on_the_past(seed):
-    """`restart_reserve` (an option, off by default) reads a job's value later; on random jobs and synthetic markets
+    """`restart_reserve` (on by default) reads a job's value later; on random jobs and synthetic markets
     it changes nothing for a cost-only job, nor before the oracle's tail (perfect forecasts place their restarts);
     where it applies, the net still meets the hard deadline."""
     rng = np.random.default_rng(seed)

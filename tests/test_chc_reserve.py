@@ -1,8 +1,8 @@
-"""CHC's restart reserve (`CHC.restart_reserve`, off by default; `WindowProblem.terms(reserve_h=...)`).
+"""CHC's restart reserve (`CHC.restart_reserve`, on by default; `WindowProblem.terms(reserve_h=...)`).
 
 - The window problem reads the value `reserve_h` later, in the window and in the tail, and checks the reserve.
 - CHC's reserve is the share of a spot hour the past's restarts took, times the hours left to the soft deadline;
-  none for a cost-only job, a forecast tail, or by default.
+  none for a cost-only job, a forecast tail, or when switched off.
 - Known answer: a drought, then spot that changes level every 3 h, after a past of short spells. Without the
   reserve the plan leaves no room for those restarts and finishes after the soft deadline (below uniform
   progress); with it the job is on time and earns more than either.
@@ -71,7 +71,7 @@ def reserves(params: dict, job: Job, monkeypatch) -> list[float]:
         return solve(self, *a, **k)
 
     monkeypatch.setattr(WindowProblem, "solve", spy)
-    simulate(make_policy("chc", {"w": 12, "restart_reserve": True, **params}), flicker_then_drought(), job)
+    simulate(make_policy("chc", {"w": 12, **params}), flicker_then_drought(), job)
     monkeypatch.undo()
     return seen
 
@@ -91,7 +91,7 @@ def test_the_reserve_is_the_past_restart_share_of_the_hours_to_the_deadline(monk
     # none for a cost-only job, switched off, or with a tail that is a forecast of its own slots
     assert not any(reserves({"predictor": "persistence"}, value_job(0.0), monkeypatch))
     assert not any(reserves({"predictor": "persistence", "restart_reserve": False}, value_job(), monkeypatch))
-    assert make_policy("chc").unwrapped.restart_reserve is False  # an option, off by default
+    assert make_policy("chc").unwrapped.restart_reserve is True  # on by default
     assert not any(reserves({"predictor": "oracle"}, value_job(), monkeypatch))
 
 
