@@ -381,7 +381,9 @@ def test_single_member_pool_has_zero_regret():
         (lambda: regret_bound_hedge(10, 0, 0, 1), r"K must be a positive integer"),
         (lambda: regret_bound_hedge(0, 2, 0, 1), r"T must be >= 1"),
         (lambda: loglog_slope([1, 2, 3], [1, 2]), r"same length"),
-        (lambda: loglog_slope(np.arange(1, 21), np.r_[np.ones(11), -np.ones(9)]), r"at least 3 .* got 2"),
+        (lambda: loglog_slope(np.arange(1, 21), np.r_[-np.ones(9), np.ones(11)], start=19), r"at least 3 .* got 2"),
+        (lambda: loglog_slope(np.arange(1, 21), np.r_[np.ones(11), -np.ones(9)]), r"ends at -1 <= 0"),
+        (lambda: loglog_slope(np.arange(1, 21), np.r_[np.arange(1.0, 16.0), np.zeros(5)]), r"ends at 0 <= 0"),
     ],
 )
 def test_bad_input_gives_policy_error(call, message):

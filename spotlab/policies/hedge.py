@@ -669,7 +669,9 @@ def loglog_slope(rounds, regret, start: int = 10) -> float:
     selector that has locked onto the best member) gives a slope that tends to 0, linear regret (no
     learning) slope 1. ``start`` (default 10) skips the first rounds, where the best member in hindsight
     is still changing and the regret is mostly noise. Rounds with non-positive regret are ignored (the
-    logarithm is undefined there); fewer than 3 usable points raise `PolicyError`.
+    logarithm is undefined there); fewer than 3 usable points raise `PolicyError`, and so does a regret that ends
+    at or below 0: the selector has caught up with the best member, and a fit through the positive rounds before
+    that would read a fall to 0 as a steep negative slope (-12.6 on notebook 06's market), not as a growth rate.
     """
     try:
         r = np.asarray(rounds, dtype=float)
@@ -682,6 +684,10 @@ def loglog_slope(rounds, regret, start: int = 10) -> float:
         )
     if not np.all(np.isfinite(r)) or np.any(r <= 0):
         raise PolicyError("rounds must be finite and positive (numbered from 1)")
+    last = g[np.isfinite(g)][-1:] if g.size else g
+    if last.size and last[0] <= 0:
+        raise PolicyError(f"the regret ends at {float(last[0]):.3g} <= 0 (the selector caught up with the best member): "
+                          "there is no growth to fit a slope to")
     use = (r >= start) & np.isfinite(g) & (g > 0)
     n = int(use.sum())
     if n < 3:
