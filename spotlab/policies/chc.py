@@ -153,16 +153,16 @@ job each time; persistence forecasts show none of those restarts, and the plan h
 reserve the plan reads the job's value `reserve_h` hours late: the share of a spot hour that the past week's
 restarts took (`restart_share`), times the hours left to the soft deadline, i.e. what restarts would cost if the
 job ran on spot from now to the deadline. It applies only to a job with a value (a cost-only job loses nothing by
-finishing after its soft deadline) and only before a tail read from the past (a forecast tail, the oracle's,
-places its own restarts); whether to stop a job that may give up is decided without it. The measurements in the
-paragraphs above were made before it existed (as `restart_reserve=False`). Measured as A3's CHC member (the
-held-out bar: A3 at least the better of uniform progress and greedy), without and with it: on a 7,551-$ job on GCP
-H100 europe-west3-c (`spotlab heldout --seed 9`, shape 3; N_min 3, N_max 8, 20 h of slack) the member finished 0.07
-to 4.5 h late in eight of nine rounds and earned 4,441.9 $/job against uniform progress's 4,668.0; with the
-reserve it earns 4,910.6. Over the four held-out runs of the README (158 cells, nine zones) A3's bar holds on 140
-cells instead of 137: `--seed 5` 63 of 72 instead of 62 (mean margin over the better baseline 54.4 $/job instead of
-56.3, worst cell -33.3 instead of -21.9: a spot-rich zone's value job kept further behind greedy), `--seed 9` 26 of
-30 instead of 24 (93.9 instead of 66.0; worst -3.4 instead of -226.1), `--seed 13` four zones 28 of 32 either way
+finishing after its soft deadline) and only before a tail read from the past (a forecast tail, the oracle's, places
+its own restarts); whether to stop a job that may give up is decided without it. The measurements in the paragraphs
+above were made before it existed (as `restart_reserve=False`). Measured as A3's CHC member (the held-out bar: A3
+at least the better of uniform progress and greedy), without and with it: on a 7,551-$ job on GCP H100
+europe-west3-c (`spotlab heldout --seed 9`, shape 3; N_min 3, N_max 8, 20 h of slack) the member finished 0.07 to
+4.5 h late in eight of nine rounds and earned 4,441.9 $/job against uniform progress's 4,668.0; with the reserve it
+earns 4,910.6. Over the four held-out runs of the README (158 cells, nine zones) A3's bar holds on 140 cells
+instead of 137: `--seed 5` 63 of 72 instead of 62 (mean margin over the better baseline 54.4 $/job instead of 56.3,
+worst cell -33.3 instead of -21.9: a spot-rich zone's value job kept further behind greedy), `--seed 9` 26 of 30
+instead of 24 (93.9 instead of 66.0; worst -3.4 instead of -226.1), `--seed 13` four zones 28 of 32 either way
 (39.5 instead of 30.7; worst -9.5 instead of -15.1), `--seed 21` 23 of 24 either way (62.5 instead of 51.6); on the
 issue-11 job (96 GPU-h, value 400 $) A3 is at or above the better baseline on all nine zones either way (40.7
 instead of 41.6 $/job above on average). The cost: in notebook 07 (full parameters) A3 is ahead of the best
@@ -170,8 +170,8 @@ baseline on 4 of 7 markets instead of 5 (v100_16: 131.8 $/job against uniform pr
 reserve; mean over markets +4.0% instead of +6.0%; A3/optimum on the synthetic volatile market 89% instead of 94%):
 there it buys on-demand GPUs that restarts never needed. The reserve was designed on seed 9's worst cell; on the
 runs measured only after it (seeds 13 and 21, 56 cells) it holds as many cells, with a better mean and worst
-margin, and the held-out bar is what a new market asks of the defaults: so it is on. `tests/test_chc_reserve.py` has a small market where it decides the
-deadline.
+margin, and the held-out bar is what a new market asks of the defaults: so it is on. `tests/test_chc_reserve.py`
+has a small market where it decides the deadline.
 
 Why `urgency = 0.1` [ours]: the tail's spot capacity is what the past leads one to expect, not a forecast, and spot
 expected later is worth less than spot in hand. With a mere tie-break (0.005) and a 1% gap, a plan could defer the

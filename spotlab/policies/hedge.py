@@ -684,10 +684,10 @@ def loglog_slope(rounds, regret, start: int = 10) -> float:
         )
     if not np.all(np.isfinite(r)) or np.any(r <= 0):
         raise PolicyError("rounds must be finite and positive (numbered from 1)")
-    last = g[np.isfinite(g)][-1:] if g.size else g
-    if last.size and last[0] <= 0:
-        raise PolicyError(f"the regret ends at {float(last[0]):.3g} <= 0 (the selector caught up with the best member): "
-                          "there is no growth to fit a slope to")
+    finite = g[np.isfinite(g)]
+    if finite.size and finite[-1] <= 0:
+        raise PolicyError(f"the regret ends at {float(finite[-1]):.3g} <= 0 (the selector caught up with the best "
+                          "member): there is no growth to fit a slope to")
     use = (r >= start) & np.isfinite(g) & (g > 0)
     n = int(use.sum())
     if n < 3:
