@@ -34,6 +34,11 @@ against uniform progress on 42 random synthetic markets (five regimes, one with 
 jobs (`value_factor` 0.6–1.5, N_max 1–8, deadlines 6–24 h): the CHC member was ahead or level on average on 40 and
 behind by 0.1% of the job's value on the other two (both without spot), and its worst round was 0.33 of the
 job's value behind (greedy's: 1.49).
+No blind choice can be at least the better of uniform progress and greedy on every market: two markets with the
+same past and the same first hours can reward opposite first moves (waiting for spot, or buying on demand to keep
+a line), and every online policy loses to one of the two rules on one of them
+(`tests/test_select.py::test_no_online_policy_keeps_a3s_bar_on_every_market_from_the_first_round`); A3 can only
+follow the better rule over rounds.
 
 Evidence before leaving `prefer` (`evidence=0.99`, the default) [ours]: another member is played only once the
 rounds known show, in a one-sided paired t-test at that level, that it does better than `prefer` (and FlipFlop then
