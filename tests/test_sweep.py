@@ -303,7 +303,10 @@ def wait_until(cond, timeout: float, what: str) -> None:
 
 @pytest.mark.slow
 def test_dask_sweep_survives_a_killed_worker_and_an_interrupted_client(tmp_path, nb, cluster):
-    grid = grid_file(tmp_path, "x: [1, 2, 3, 4, 5, 6]\nfixed:\n  sleep_s: 1.5\n")
+    # points of 5 s: the worker must die while its point sleeps, before the point's last cell. With 1.5 s, on a
+    # loaded machine the point could finish its notebook between being seen running and the kill, and was then
+    # rightly run again (its result was not recorded), which this test would read as a point run twice
+    grid = grid_file(tmp_path, "x: [1, 2, 3, 4, 5, 6]\nfixed:\n  sleep_s: 5\n")
     args = ["sweep", nb, "--grid", grid, "--scheduler", cluster.address, "--no-progress"]
 
     # 1. a worker is killed (with the kernel it runs) while both workers run a point
