@@ -7,7 +7,7 @@ QUICK  ?= 0
 JOBS   ?= 2
 
 # JupyterLab of this venv opens the jupytext notebooks (notebooks/*.py) as notebooks on a double click, and
-# its contents manager (spotlab.lab) keeps a notebook unmodified when its kernel starts
+# its contents manager (spotlab.notebooks.lab) keeps a notebook unmodified when its kernel starts
 LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.json
 SERVER_CONFIG := $(VENV)/etc/jupyter/jupyter_server_config.json
 
@@ -39,7 +39,7 @@ lab: setup
 	$(VENV)/bin/jupyter lab --ServerApp.root_dir=.
 
 reproduce: setup
-	$(PY) -m spotlab.reproduce --out paper_figures --build build --jobs $(JOBS) $(if $(filter 1,$(QUICK)),--quick,)
+	$(PY) -m spotlab.notebooks.reproduce --out paper_figures --build build --jobs $(JOBS) $(if $(filter 1,$(QUICK)),--quick,)
 
 test: setup
 	$(PY) -m pytest -q -n $(JOBS) -p no:cacheprovider

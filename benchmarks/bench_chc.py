@@ -33,7 +33,7 @@ import numpy as np
 
 from spotlab.experiments.setups import JobSpec, job_episodes, load_market
 from spotlab.policies import make_policy
-from spotlab.simulator import simulate
+from spotlab.simulation.engine import simulate
 
 METHODS = (("dp", "auto"), ("milp", "milp"))  # (label, CHC's method): the new default first
 

@@ -22,15 +22,15 @@ import time
 
 import numpy as np
 
-from spotlab.data import dataset_path
+from spotlab.data.locate import dataset_path
 from spotlab.experiments.published import CANT_BE_LATE_MEAN_COST
-from spotlab.job import Job, Throughput
+from spotlab.jobs.job import Job, Throughput
 from spotlab.optimum import OptimumProblem
 from spotlab.optimum.dp import FixedCountDP, exact_dp
 from spotlab.policies import make_policy
-from spotlab.runs import load_episodes, make_job, settings_for
-from spotlab.simulator import SimSettings, horizon_slots, simulate
-from spotlab.traces import load_tidy_csv
+from spotlab.simulation.runs import load_episodes, make_job, settings_for
+from spotlab.simulation.engine import SimSettings, horizon_slots, simulate
+from spotlab.market.traces import load_tidy_csv
 
 CBL = "sky_spot_traces/adrs-cant-be-late-traces/"
 PUBLISHED_OMNISCIENT_52H = CANT_BE_LATE_MEAN_COST[(52, "optimal")]

@@ -17,10 +17,10 @@ import warnings
 
 import numpy as np
 
-from spotlab.data import dataset_path
+from spotlab.data.locate import dataset_path
 from spotlab.predict import MODELS, make_predictor
 from spotlab.predict.evaluate import rolling_origin
-from spotlab.traces import load_tidy_csv
+from spotlab.market.traces import load_tidy_csv
 
 SLOT_H = 1 / 6
 DAYS, TRAIN, EVERY = 14, 1008, 144

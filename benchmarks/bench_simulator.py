@@ -115,7 +115,7 @@ def _write_windows(path: Path, n_ticks: int, length: int, n: int) -> None:
 
 
 def main() -> None:
-    from spotlab.data import dataset_path
+    from spotlab.data.locate import dataset_path
 
     trace, published = str(dataset_path(TRACE)), str(dataset_path(WINDOWS))
     spotlab = [str(Path(sys.executable).with_name("spotlab"))]
@@ -157,10 +157,10 @@ def _lockstep_vs_one_by_one(trace: str, windows: str) -> None:
     """The previous comparison: all windows in lockstep against the same engine on one window at a time."""
     import numpy as np
 
-    from spotlab.job import Job
+    from spotlab.jobs.job import Job
     from spotlab.policies import make_policy
-    from spotlab.runs import load_episodes
-    from spotlab.simulator import SimSettings, simulate
+    from spotlab.simulation.runs import load_episodes
+    from spotlab.simulation.engine import SimSettings, simulate
 
     np.seterr(all="ignore")
     loaded = load_episodes(trace, windows, spot_price=SPOT_PRICE, od_price=OD_PRICE)

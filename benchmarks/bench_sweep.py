@@ -21,8 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from spotlab.reproduce import ROOT
-from spotlab.sweep import run_sweep
+from spotlab.notebooks.reproduce import ROOT
+from spotlab.notebooks.sweep import run_sweep
 
 TINY = '''# %% tags=["parameters"]
 x = 1

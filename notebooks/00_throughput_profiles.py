@@ -13,14 +13,14 @@
 # line is the job's throughput in its scheduling model.
 #
 # **The paper's measurements are not available**, so our points come from a documented analytical model of
-# synchronous data-parallel LoRA training (`spotlab.profiles`, every constant and its public source in the
+# synchronous data-parallel LoRA training (`spotlab.jobs.profiles`, every constant and its public source in the
 # module docstring): FLOPs per token (~4N for LoRA: the frozen weights need no weight gradients), the GPU's
 # dense BF16 peak (A100 312, H100 989 TFLOPS), an assumed achieved utilisation (0.40 / 0.35), waiting for
 # the slowest GPU each step, the ring all-reduce of the (small) LoRA gradients and a fixed per-step
 # overhead. Set `measured_csv` to a CSV with columns `gpus,throughput` to fit and plot your own
 # measurements as well.
 #
-# The fitted lines are the one source of α, β for notebooks 03–07 (`spotlab.profiles.job_throughput`), in
+# The fitted lines are the one source of α, β for notebooks 03–07 (`spotlab.jobs.profiles.job_throughput`), in
 # the job model's unit: one-GPU-hours of work per hour (raw throughput / single-GPU throughput).
 
 # %% tags=["parameters"]
@@ -40,7 +40,7 @@ import pandas as pd
 import seaborn as sns
 from IPython.display import display
 
-from spotlab import profiles as prof
+from spotlab.jobs import profiles as prof
 from spotlab.experiments.figures import saver
 from spotlab.experiments.outputs import THROUGHPUT as OUT
 
@@ -158,7 +158,7 @@ plt.show()
 #
 # `alpha`, `beta`: tokens per second (raw fit); `alpha_norm`, `beta_norm`: the same divided by the
 # single-GPU throughput `unit_rate`, i.e. H(n) in one-GPU-hours of work per hour, which is what
-# `spotlab.profiles.job_throughput(model, gpu)` gives notebooks 03–07.
+# `spotlab.jobs.profiles.job_throughput(model, gpu)` gives notebooks 03–07.
 
 # %%
 table = prof.fits_table(fits)

@@ -39,10 +39,10 @@ import pandas as pd
 import seaborn as sns
 from IPython.display import display
 
-from spotlab.data import dataset_path
+from spotlab.data.locate import dataset_path
 from spotlab.experiments import figures as figs
 from spotlab.experiments import market_stats as mk
-from spotlab.traces import tidy_zones
+from spotlab.market.traces import tidy_zones
 from spotlab.experiments.outputs import SPOT_MARKETS as OUT
 
 sns.set_theme(style="whitegrid", context="notebook")
@@ -253,7 +253,7 @@ plt.show()
 #
 # The marketplace (`markets/gpu-price-tracker/`, H100 SXM5: Prime Intellect's aggregated listing of about a
 # dozen clouds, a snapshot every ~30 min) is a different kind of market: nobody is preempted by a cloud, but
-# prices and listed capacity move and providers come and go. `spotlab.marketplace` maps it to the spot model
+# prices and listed capacity move and providers come and go. `spotlab.market.marketplace` maps it to the spot model
 # (its docstring says why): spot = the cheapest offer flagged interruptible, else the cheapest-decile
 # price (p10); on-demand = the median listing; spot GPUs = those listed at the spot price, capped at the 8
 # requested (the panels above). Here, uncapped and per snapshot: (top) prices, (middle) listed
@@ -261,7 +261,7 @@ plt.show()
 # listed configurations and of the spot price; shaded ± one standard error over the 27 days.
 
 # %%
-from spotlab.marketplace import provider_table, snapshot_table
+from spotlab.market.marketplace import provider_table, snapshot_table
 
 mp_path = dataset_path(files["marketplace_h100"].relpath)
 snaps = snapshot_table(mp_path)

@@ -36,7 +36,7 @@ import pandas as pd
 import seaborn as sns
 from IPython.display import display
 
-from spotlab.data import dataset_path
+from spotlab.data.locate import dataset_path
 from spotlab.experiments import cant_be_late as cbl
 from spotlab.experiments.cant_be_late import OUTPUTS as OUT
 

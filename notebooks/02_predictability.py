@@ -15,7 +15,7 @@
 # best model per (file, zone, slot, target) and its skill against persistence, (d) what the errors mean in
 # GPUs and dollars. Price is forecast only where it moves: the AWS V100 p3.2xlarge trace has real per-tick
 # spot prices, the GCP H100 prices are constant list prices and the other two traces have no price. A fifth
-# file is a GPU-cloud marketplace (`marketplace_h100`, H100 SXM5, market-wide: `spotlab.marketplace`), whose
+# file is a GPU-cloud marketplace (`marketplace_h100`, H100 SXM5, market-wide: `spotlab.market.marketplace`), whose
 # price and listed capacity both move, snapshotted every ~30 min: at 10-min slots h = 3 and 6 are 30 min and
 # 1 h ahead (claim 2m of the report), and seasonal naive (same time yesterday) tests its daily cycle.
 # Every figure is saved with the CSV of the numbers it shows.

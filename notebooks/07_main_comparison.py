@@ -12,7 +12,7 @@
 # 54.8% in utility over the best baseline. Here every method runs the same jobs (a job every
 # `stride_hours`, `setups.JobSpec`) on the four real traces (GCP H100, AWS V100 p3.2xlarge with real spot
 # prices, AWS V100 16-node counts, GCP A100; assumed prices where a trace has none, see
-# `setups.MARKET_SPECS`), on a GPU-cloud marketplace (H100 SXM5, market-wide, `spotlab.marketplace`: real prices
+# `setups.MARKET_SPECS`), on a GPU-cloud marketplace (H100 SXM5, market-wide, `spotlab.market.marketplace`: real prices
 # and listed capacity; claim 7m of the report) and on the calm and volatile synthetic regimes:
 #
 # - A3: `select` over the default pool (FlipFlop: follow the leader, Hedge with the AdaHedge rate when that costs; full information);

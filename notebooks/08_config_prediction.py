@@ -16,15 +16,15 @@
 # up to 40x in performance.
 #
 # **CoTune's run history is not available**, so by default the history here is generated
-# (`spotlab.cotune.runs.generate_runs`): configurations drawn uniformly with replacement from the published
+# (`spotlab.cotune.run_history.generate_runs`): configurations drawn uniformly with replacement from the published
 # 3,840-configuration space, each measured once on our analytical ground truth (`spotlab.cotune.perf`:
-# memory and step-time model of `spotlab.profiles`, flaky out-of-memory near the memory limit, log-normal
+# memory and step-time model of `spotlab.jobs.profiles`, flaky out-of-memory near the memory limit, log-normal
 # throughput noise `noise_sigma`). Errors measured on it say how learnable *our* model's space is, not what
 # CoTune's regression achieves on real clusters. Set `runs_csv` to a file in the public schema (`model_name,
 # method, gpu_model, number_gpus, batch_size, tokens_per_sample, is_valid, dataset_tokens_per_second`,
 # optionally `software_version`) to run everything on real runs instead.
 #
-# Predictors (`spotlab.cotune.predict`): gradient-boosted trees (scikit-learn `HistGradientBoosting*`) on
+# Predictors (`spotlab.cotune.config_models`): gradient-boosted trees (scikit-learn `HistGradientBoosting*`) on
 # the 7 parameters only — one-hot categoricals, log2 of the numeric ones and derived per-GPU quantities; the
 # known rules (batch divisible by the GPUs) always override the learned validity. Validity error = 1 −
 # accuracy; throughput error = mean absolute percentage error over runs measured valid. Test runs are always
@@ -59,9 +59,9 @@ import pandas as pd
 import seaborn as sns
 from IPython.display import display
 
-from spotlab.cotune import predict as cp
+from spotlab.cotune import config_models as cp
 from spotlab.cotune.perf import DEFAULT
-from spotlab.cotune.runs import generate_runs, load_runs
+from spotlab.cotune.run_history import generate_runs, load_runs
 from spotlab.cotune.space import PARAMETERS
 from spotlab.experiments.figures import saver, sweep_result
 from spotlab.experiments.outputs import CONFIG_PREDICTION as OUT

@@ -198,7 +198,7 @@ for preset in presets:
     best = change[(change["preset"] == preset) & (change["against"] == "best") & (change["metric"] == "slowdown")]
     best_name = best["scheduler"].iloc[0] if len(best) else "fifo"
     agent_path = agents[agents["preset"] == preset]["agent"].iloc[0]
-    from spotlab.cluster.schedulers.rl_agent import RLAgent
+    from spotlab.rl.scheduler import RLAgent
 
     for label, sched in (("fifo", "fifo"), (best_name, best_name), ("RL", RLAgent(agent_path))):
         traces.append(rls.fragmentation_trace(window, sched, placements[0], label).assign(preset=preset, window=w))

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from spotlab.reproduce import ROOT
+from spotlab.notebooks.reproduce import ROOT
 
 NOTEBOOK = "notebooks/00_throughput_profiles.py"
 SETTINGS = ROOT / "jupyterlab-settings" / "overrides.json"
@@ -71,7 +71,7 @@ def lab(tmp_path):
     if os.geteuid() == 0:
         cmd.append("--allow-root")
     if not (SERVER_INSTALLED.is_file() and SERVER_INSTALLED.read_text() == SERVER_CONFIG.read_text()):
-        cmd.append("--ServerApp.contents_manager_class=spotlab.lab.NotebookContentsManager")
+        cmd.append("--ServerApp.contents_manager_class=spotlab.notebooks.lab.NotebookContentsManager")
     log = open(Path(os.environ.get("TMPDIR", "/tmp")) / f"spotlab-lab-{port}.log", "w")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     base = f"http://127.0.0.1:{port}"

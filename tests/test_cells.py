@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from spotlab.errors import SpotlabError
 from spotlab.experiments.cells import Cell, ExperimentError, Table, cell_key, run
-from spotlab.parallel import descendants
+from spotlab.processes import descendants
 
 
 def cells(n: int, seed: int = 7) -> list[Cell]:
@@ -162,7 +162,7 @@ CHILD = textwrap.dedent('''
     from pathlib import Path
     import numpy as np, pandas as pd
     from spotlab.experiments.cells import Cell, Table, run
-    from spotlab.parallel import stop_on_sigterm
+    from spotlab.processes import stop_on_sigterm
 
     stop_on_sigterm()
     path, n_jobs = Path(sys.argv[1]), int(sys.argv[2])

@@ -12,12 +12,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from spotlab.errors import PolicyError, SolverError
-from spotlab.job import Job, Throughput
+from spotlab.jobs.job import Job, Throughput
 from spotlab.optimum.solve import solve_optimum
 from spotlab.optimum.window import TailForecast, WindowProblem, WindowState
 from spotlab.policies import make_policy
-from spotlab.simulator import Episodes, SimSettings, simulate
-from spotlab.synthetic import synthetic_market
+from spotlab.simulation.engine import Episodes, SimSettings, simulate
+from spotlab.market.synthetic import synthetic_market
 
 
 def small_job(**kw) -> Job:

@@ -22,12 +22,12 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from spotlab.job import Job, Throughput
-from spotlab.market import Market
+from spotlab.jobs.job import Job, Throughput
+from spotlab.market.market import Market
 from spotlab.policies import make_policy
 from spotlab.policies.safety_net import SafetyNet
-from spotlab.simulator import Episodes, SimSettings, horizon_slots, simulate
-from spotlab.synthetic import synthetic_market
+from spotlab.simulation.engine import Episodes, SimSettings, horizon_slots, simulate
+from spotlab.market.synthetic import synthetic_market
 
 OD = 3.0
 
@@ -212,7 +212,7 @@ def test_give_up_stops_a_job_not_worth_finishing():
     """On-demand dearer than value + penalty: the net buys the completion by default; with give_up it stops
     the job at the last safe slot instead, which costs nothing and earns -penalty."""
     job = Job(work=8.0, deadline_h=10.0, n_min=1, n_max=1, value=5.0, miss_penalty=4.0)
-    from spotlab.market import Market
+    from spotlab.market.market import Market
 
     empty = Market(np.zeros(10, dtype=np.int64), np.full(10, 1.0), np.full(10, OD), 1.0, name="no spot")
     keep = simulate(SafetyNet(Idle()), empty, job)
@@ -229,7 +229,7 @@ def test_give_up_keeps_a_job_already_finishing_on_demand():
     fires while that restart is still pending, and give-up must count what is left of it, not a fresh restart,
     or the job, worth finishing and on course to finish at 6.5 h, is stopped."""
     job = Job(work=5.0, deadline_h=7.0, n_min=1, n_max=1, value=30.0, miss_penalty=1.0, overhead_h=1.5)
-    from spotlab.market import Market
+    from spotlab.market.market import Market
 
     empty = Market(np.zeros(8, dtype=np.int64), np.full(8, 1.0), np.full(8, OD), 1.0, name="no spot")
     res = simulate(SafetyNet(make_policy("on_demand", safety_net="off"), give_up=True), empty, job)
@@ -429,7 +429,7 @@ def test_the_tail_leaves_the_nets_margin_alone(spell_gap_episodes):
     spells, then 12 h without spot and 2-h spells: a tail that counted that slack as its own idled into it and was
     held on on-demand through the spells that came (132.90 $, uniform progress 131.48); leaving the margin out,
     126.27. The tail here is the past's (the oracle's own sees the spells coming: 101.45)."""
-    from spotlab.runs import Semantics, make_job
+    from spotlab.simulation.runs import Semantics, make_job
 
     ep = spell_gap_episodes
     job = make_job(48, 52, overhead_hours=0.1)
@@ -445,7 +445,7 @@ def test_the_oracles_tail_sees_past_the_window(spell_gap_episodes):
     forecast of its own slots, not the past's average. On the Can't Be Late run above (a past of 5-h spells, then
     12 h without spot and 2-h spells; a 2-h window) the past's tail idles into the drought and pays 126.27 $; the
     oracle's tail knows the spells are short and pays 101.45, 2.3% above the optimum's 99.20."""
-    from spotlab.runs import Semantics, make_job
+    from spotlab.simulation.runs import Semantics, make_job
 
     ep = spell_gap_episodes
     job = make_job(48, 52, overhead_hours=0.1)

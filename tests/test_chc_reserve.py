@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 
 from spotlab.errors import SolverError
-from spotlab.job import Job, Throughput
-from spotlab.market import Market
+from spotlab.jobs.job import Job, Throughput
+from spotlab.market.market import Market
 from spotlab.optimum.window import WindowProblem, WindowState
 from spotlab.policies import make_policy
 from spotlab.policies.chc import restart_share
-from spotlab.simulator import Episodes, simulate
+from spotlab.simulation.engine import Episodes, simulate
 
 HISTORY, SLOTS = 168, 48
 

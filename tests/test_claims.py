@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from spotlab import claims, reproduce
+from spotlab.notebooks import claims, reproduce
 from spotlab.experiments import outputs
 
 
@@ -289,7 +289,7 @@ def test_outputs_name_files_once():
 
 def test_published_numbers_match_their_sources(dataset):
     """Each published number is typed once (`experiments.published`) and appears in the source it cites."""
-    from spotlab.data import data_root
+    from spotlab.data.locate import data_root
     from spotlab.experiments import cant_be_late, comparison, leaderboard
     from spotlab.experiments import published as pub
 

@@ -105,7 +105,7 @@ def test_no_abbreviations_and_one_line_argparse_errors(cbl_args):
 
 
 def test_every_option_has_help():
-    from spotlab.cli import build_parser
+    from spotlab.cli.main import build_parser
 
     parser = build_parser()
     subs = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
@@ -181,9 +181,9 @@ def test_weak_trace_files(tmp_path, content, message):
 def test_python_api_misuse_is_a_clear_type_error(dataset):
     from spotlab.errors import SpotlabError
     from spotlab.policies import make_policy
-    from spotlab.runs import make_job
-    from spotlab.simulator import simulate
-    from spotlab.traces import load_trace
+    from spotlab.simulation.runs import make_job
+    from spotlab.simulation.engine import simulate
+    from spotlab.market.traces import load_trace
 
     market = load_trace(dataset("markets/gcp_h100_probes.csv.gz"), zone="us-central1-a", slot_hours=1)
     job = make_job(work_hours=4, deadline_hours=8)
@@ -202,7 +202,7 @@ def test_help_starts_fast():
     run("--help")
     took = time.perf_counter() - t
     assert took < 3.0, f"spotlab --help took {took:.2f} s"  # loose: a loaded machine; the benchmark measures it
-    code = "import sys, spotlab.cli; spotlab.cli.build_parser(); print(sorted(m for m in sys.modules if m in " \
+    code = "import sys, spotlab.cli.main; spotlab.cli.main.build_parser(); print(sorted(m for m in sys.modules if m in " \
            "('pandas', 'sklearn', 'numpy', 'scipy')))"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "[]"
 
@@ -211,9 +211,9 @@ def test_simulate_of_a_json_trace_does_not_import_pandas(cbl_args):
     """`spotlab simulate` on a sky_spot trace and a windows file needs numpy only: importing pandas alone takes
     longer than the whole start-up budget."""
     args = [str(a) for a in cbl_args] + ["--policy", "uniform_progress", "--no-timings"]
-    code = ("import sys, contextlib, io, spotlab.cli\n"
+    code = ("import sys, contextlib, io, spotlab.cli.main\n"
             "with contextlib.redirect_stdout(io.StringIO()):\n"
-            f"    spotlab.cli.main({args!r})\n"
+            f"    spotlab.cli.main.main({args!r})\n"
             "print(sorted(m for m in sys.modules if m in ('pandas', 'sklearn', 'scipy')))")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr

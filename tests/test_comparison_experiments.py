@@ -10,8 +10,8 @@ from spotlab.errors import PolicyError, TraceError
 from spotlab.experiments import comparison as cmp
 from spotlab.experiments import setups
 from spotlab.policies import make_policy
-from spotlab.simulator import SimSettings, simulate
-from spotlab.synthetic import synthetic_market
+from spotlab.simulation.engine import SimSettings, simulate
+from spotlab.market.synthetic import synthetic_market
 
 POOL = [("prediction_free", {"theta": 0.4, "sigma": 0.8}), ("prediction_free", {"theta": 1.0, "sigma": 1.0}),
         ("prediction_free", {"theta": 0.2, "sigma": 0.6})]

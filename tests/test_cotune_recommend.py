@@ -20,7 +20,7 @@ from spotlab.cotune.perf import DEFAULT
 from spotlab.cotune.recommend import Recommender, rank
 from spotlab.cotune.space import VALUES, ConfigError, enumerate_space, rule_violations, space_frame
 from spotlab.cluster.alibaba_philly_workload import TraceJob
-from spotlab.job import Throughput
+from spotlab.jobs.job import Throughput
 
 CLUSTER = Cluster.parse("A100-80GB:2x8,L40S-48GB:4x4")
 JOB = dict(model_name="llama2-7b", method="full", tokens_per_sample=2048, batch_size=16)

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from spotlab import data
-from spotlab.catalogue import REGISTRY, SOURCE_DATASET, Source
+from spotlab.data import locate as data
+from spotlab.data.catalogue import REGISTRY, SOURCE_DATASET, Source
 from spotlab.errors import DataNotFoundError, SpotlabError
 
 GCP_A100 = "markets/gcp_a100_counts.csv.gz"

@@ -8,11 +8,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from spotlab.data import dataset_path
+from spotlab.data.locate import dataset_path
 from spotlab.errors import DataNotFoundError, TraceError
 from spotlab.experiments import cant_be_late as cbl
 from spotlab.experiments import market_stats as mk
-from spotlab.market import Market
+from spotlab.market.market import Market
 
 START = pd.Timestamp("2024-01-01T00:00Z")
 

@@ -15,8 +15,8 @@ from spotlab.errors import PolicyError, TraceError
 from spotlab.experiments import setups
 from spotlab.experiments.heldout import BARS, HeldOut, bars, heldout_check, random_spec
 from spotlab.policies import make_policy
-from spotlab.simulator import simulate
-from spotlab.synthetic import synthetic_market
+from spotlab.simulation.engine import simulate
+from spotlab.market.synthetic import synthetic_market
 
 
 @settings(max_examples=200, deadline=None)

@@ -8,6 +8,6 @@ import sys
 
 
 def test_quiet_highs_prints_nothing_even_for_the_first_instance():
-    code = "from spotlab.highs import quiet_highs\nh = quiet_highs()\nh.run()\nprint('only this')"
+    code = "from spotlab.optimum.solvers.highs import quiet_highs\nh = quiet_highs()\nh.run()\nprint('only this')"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout == "only this\n"

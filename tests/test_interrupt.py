@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from spotlab.parallel import descendants
+from spotlab.processes import descendants
 
 GCP = "markets/gcp_h100_probes.csv.gz"
 SLEEPY = textwrap.dedent('''\
@@ -108,7 +108,7 @@ def test_reproduce_leaves_no_kernel(tmp_path, sig, group, how):
     nbs = tmp_path / "notebooks"
     nbs.mkdir()
     (nbs / "01_sleep.py").write_text(SLEEPY)
-    cmd = [sys.executable, "-m", "spotlab.reproduce", "--notebooks", "notebooks", "--out", "out", "--build", "build"]
+    cmd = [sys.executable, "-m", "spotlab.notebooks.reproduce", "--notebooks", "notebooks", "--out", "out", "--build", "build"]
     _check(*_interrupt(cmd, sig, want=1, cwd=tmp_path, group=group),
            f"spotlab reproduce: {how}; finished notebooks are kept, run it again to resume")
 

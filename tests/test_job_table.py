@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spotlab import data
-from spotlab.catalogue import Entry, Repo, Source
+from spotlab.data import locate as data
+from spotlab.data.catalogue import Entry, Repo, Source
 from spotlab.cluster.job_table import (COLUMNS, DTYPES, STATUSES, TRACES, job_table, job_windows, offered_load,
                                        read_job_table, with_load, with_multi_gpu_share)
 from spotlab.cluster.presets import (PRESETS, _fits, assign_pools, cluster_jobs, nodes_cluster, preset,
@@ -451,7 +451,7 @@ def _served(root, source: Source):
 
 
 def test_named_trace_downloads_through_the_catalogue(serve, tmp_path, monkeypatch):
-    from spotlab.catalogue import REGISTRY
+    from spotlab.data.catalogue import REGISTRY
 
     expected = real("philly-gpw")
     local = expected.attrs["files"][0]

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from spotlab.reproduce import ROOT
+from spotlab.notebooks.reproduce import ROOT
 
 pytest.importorskip("jupyter_server")
 pytest.importorskip("jupytext")
@@ -18,7 +18,7 @@ def test_settings_make_jupytext_notebooks_the_default_viewer():
     overrides = json.loads((ROOT / "jupyterlab-settings" / "overrides.json").read_text())
     assert overrides["@jupyterlab/docmanager-extension:plugin"]["defaultViewers"]["python"] == "Jupytext Notebook"
     server = json.loads((ROOT / "jupyterlab-settings" / "jupyter_server_config.json").read_text())
-    assert server["ServerApp"]["contents_manager_class"] == "spotlab.lab.NotebookContentsManager"
+    assert server["ServerApp"]["contents_manager_class"] == "spotlab.notebooks.lab.NotebookContentsManager"
     makefile = (ROOT / "Makefile").read_text()
     assert "overrides.json" in makefile and "jupyter_server_config.json" in makefile
 
@@ -26,7 +26,7 @@ def test_settings_make_jupytext_notebooks_the_default_viewer():
 def test_a_text_notebook_is_read_with_its_kernel_metadata(tmp_path):
     from ipykernel.ipkernel import IPythonKernel
 
-    from spotlab.lab import NotebookContentsManager
+    from spotlab.notebooks.lab import NotebookContentsManager
 
     src = (ROOT / "notebooks" / "00_throughput_profiles.py").read_text()
     (tmp_path / "nb.py").write_text(src)

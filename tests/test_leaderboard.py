@@ -14,14 +14,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from spotlab import data
-from spotlab.catalogue import ADRS_ENVS, ADRS_LEADERBOARD_WINDOWS, REGISTRY, Entry, Repo, Source, WindowsRecipe
+from spotlab.data import locate as data
+from spotlab.data.catalogue import ADRS_ENVS, ADRS_LEADERBOARD_WINDOWS, REGISTRY, Entry, Repo, Source, WindowsRecipe
 from spotlab.errors import DataNotFoundError, PolicyError
 from spotlab.experiments import leaderboard as lb
-from spotlab.market import Market
+from spotlab.market.market import Market
 from spotlab.policies import make_policy
-from spotlab.runs import Semantics, make_job
-from spotlab.simulator import Episodes, SimSettings, simulate
+from spotlab.simulation.runs import Semantics, make_job
+from spotlab.simulation.engine import Episodes, SimSettings, simulate
 
 ADRS = "sky_spot_traces/adrs-cant-be-late-traces/"
 
@@ -293,7 +293,7 @@ def _table(path, ours_cost, met=1.0, complete=True):
 
 
 def test_claim_holds_below_gepa_with_every_deadline_met(tmp_path):
-    from spotlab import claims
+    from spotlab.notebooks import claims
 
     _table(tmp_path, 95.0)
     c = claims.leaderboard(tmp_path)
@@ -319,7 +319,7 @@ def _a1_table(path, a1=80.0, opt=75.0, up=85.0, met=1.0, complete=True):
 def test_claim_a1_near_the_optimum_on_the_leaderboard(tmp_path):
     """8c holds within 10% of the optimum's mean cost and not above uniform progress, with every deadline met; a
     perfect-forecast entry never counts as the online entry of 8b, even when it is the cheapest."""
-    from spotlab import claims
+    from spotlab.notebooks import claims
 
     _a1_table(tmp_path)
     c = claims.leaderboard_a1(tmp_path)

@@ -1,4 +1,4 @@
-"""The GPU-cloud marketplace loader (spotlab.marketplace): real files, small hand-made files, mapping invariants."""
+"""The GPU-cloud marketplace loader (spotlab.market.marketplace): real files, small hand-made files, mapping invariants."""
 
 from __future__ import annotations
 
@@ -12,17 +12,11 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from spotlab import cli
+from spotlab.cli import main as cli
 from spotlab.errors import TraceError
-from spotlab.marketplace import (
-    load_marketplace,
-    load_marketplace_observations,
-    marketplace_zones,
-    read_snapshots,
-    snapshot_table,
-    snapshot_values,
-)
-from spotlab.traces import is_json_trace, load_trace, tidy_zones
+from spotlab.market.marketplace import (load_marketplace, load_marketplace_observations, marketplace_zones,
+    read_snapshots, snapshot_table, snapshot_values)
+from spotlab.market.traces import is_json_trace, load_trace, tidy_zones
 
 GPUS = ("A100_80GB_PCIe", "A100_80GB_SXM4", "H100_80GB_PCIe", "H100_80GB_SXM5")
 T0 = pd.Timestamp("2025-11-01T00:00:00Z")
@@ -333,7 +327,7 @@ def _errors(skill_model: float) -> pd.DataFrame:
 
 @pytest.mark.parametrize("skill, verdict", [(0.2, "holds"), (0.01, "deviates"), (-0.3, "deviates")])
 def test_claim_2m_reads_skill_at_30_min_and_1_h(tmp_path, skill, verdict):
-    from spotlab import claims
+    from spotlab.notebooks import claims
 
     _errors(skill).to_csv(tmp_path / "02_forecast_errors_by_zone.csv", index=False)
     (tmp_path / "02_best_models.csv").write_text("model\npersistence\n")
@@ -345,7 +339,7 @@ def test_claim_2m_reads_skill_at_30_min_and_1_h(tmp_path, skill, verdict):
 
 
 def test_claim_7m_compares_a3_with_the_best_baseline_on_the_marketplace(tmp_path):
-    from spotlab import claims
+    from spotlab.notebooks import claims
 
     imp = pd.DataFrame([{"market": "marketplace", "best_baseline": "greedy", "best_baseline_utility": 100.0,
                          "method_utility": 90.0, "mean_improvement": -0.1, "jobs": 24},

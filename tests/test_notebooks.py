@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from spotlab.reproduce import ROOT, notebook_sources, run_notebook
+from spotlab.notebooks.reproduce import ROOT, notebook_sources, run_notebook
 
 NOTEBOOKS = notebook_sources(ROOT / "notebooks")
 

@@ -10,11 +10,11 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 from spotlab.errors import SolverError
-from spotlab.job import Job, Throughput
-from spotlab.market import Market
+from spotlab.jobs.job import Job, Throughput
+from spotlab.market.market import Market
 from spotlab.optimum import OptimumProblem, build_model, schedule_of, solve_model, solve_optimum
 from spotlab.policies import make_policy
-from spotlab.simulator import SimSettings, horizon_slots, simulate
+from spotlab.simulation.engine import SimSettings, horizon_slots, simulate
 
 EXACT = dict(mip_gap=1e-9, time_limit=60)
 

@@ -11,13 +11,13 @@ from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 from spotlab.errors import PolicyError, SolverError
 from spotlab.experiments.published import CANT_BE_LATE_MEAN_COST
-from spotlab.job import Job, Throughput
-from spotlab.market import Market
+from spotlab.jobs.job import Job, Throughput
+from spotlab.market.market import Market
 from spotlab.optimum import OptimumProblem, solve_optimum
 from spotlab.optimum.dp import (AllocationRelaxation, FixedCountDP, ParetoLabelDP, TooManyLabels, WorkLatticeDP,
                                dp_applies, lost_levels)
 from spotlab.policies import make_policy
-from spotlab.simulator import SimSettings, horizon_slots, simulate
+from spotlab.simulation.engine import SimSettings, horizon_slots, simulate
 
 EXACT = dict(mip_gap=1e-9, time_limit=60)
 TOL = dict(rel=1e-6, abs=1e-5)
@@ -202,7 +202,7 @@ def test_work_lattice_dp_equals_the_milp_and_the_relaxation_bounds_it(case):
 def test_cant_be_late_known_answer_300_windows(cbl_trace, cbl_windows):
     # The 300 published windows, 48 h of work, 52 h deadline, 0.1 h overhead: the MILP's mean cost (README,
     # gap 1e-4) is 78.56, below the published omniscient policy's 79.63. The DP is exact and replays exactly.
-    from spotlab.runs import load_episodes, make_job, run_policy, settings_for
+    from spotlab.simulation.runs import load_episodes, make_job, run_policy, settings_for
 
     loaded = load_episodes(cbl_trace, cbl_windows, spot_price=0.9731, od_price=3.06)
     settings = settings_for("auto", loaded.kind)

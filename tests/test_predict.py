@@ -17,7 +17,7 @@ from spotlab.errors import PredictionError, SpotlabError
 from spotlab.predict import MODELS, AvailabilityOracle, Forecaster, NoisyOracle, Predictor, make_predictor
 from spotlab.predict import metrics
 from spotlab.predict.evaluate import compare, evaluate_zones, parse_horizons, rolling_origin, target_series
-from spotlab.synthetic import synthetic_market
+from spotlab.market.synthetic import synthetic_market
 
 # Cheap settings so that every model fits in well under a second on one core.
 FAST = {"gbm": {"max_iter": 30}, "arima": {"order": (1, 1, 1)},

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from spotlab.experiments import predictability as pr
-from spotlab.market import Market
+from spotlab.market.market import Market
 
 START = pd.Timestamp("2024-01-01 00:00")
 

@@ -10,15 +10,15 @@ import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from spotlab.cli import main
+from spotlab.cli.main import main
 from spotlab.errors import JobError, PolicyError
-from spotlab.job import Job, Throughput
-from spotlab.market import Market
+from spotlab.jobs.job import Job, Throughput
+from spotlab.market.market import Market
 from spotlab.policies import make_policy
 from spotlab.policies.prediction_free import PredictionFree
 from spotlab.policies.safety_net import SafetyNet
-from spotlab.simulator import SimSettings, simulate
-from spotlab.synthetic import synthetic_market
+from spotlab.simulation.engine import SimSettings, simulate
+from spotlab.market.synthetic import synthetic_market
 
 
 def guarded(**params):
@@ -403,7 +403,7 @@ def test_defaults_at_least_uniform_progress_on_held_out_real_zones(dataset, relp
     """The job of issue 11 (96 GPU-hours on 1-8 GPUs, H(n) = n - 0.2, soft 24 h, hard 36 h, 0.1 h restarts,
     value 400, miss penalty 400, a job every 12 h) on H100 zones; a cost-only 48 h single-GPU job with a 60 h
     deadline on a V100 zone."""
-    from spotlab.runs import load_episodes, make_job
+    from spotlab.simulation.runs import load_episodes, make_job
 
     if "h100" in relpath:
         job = make_job(96, 24, hard_deadline_hours=36, gpus_min=1, gpus_max=8, alpha=1.0, beta=-0.2,

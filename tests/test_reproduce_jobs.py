@@ -1,4 +1,4 @@
-"""`spotlab.reproduce --jobs 2` runs notebooks side by side, each in its own kernel, and reports a failing one by
+"""`spotlab.notebooks.reproduce --jobs 2` runs notebooks side by side, each in its own kernel, and reports a failing one by
 name with a non-zero exit; the others' outputs are kept."""
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def test_two_notebooks_at_once(tmp_path):
     nbs.mkdir()
     for name in ("01_a", "02_b", "03_c"):
         _write(nbs, name)
-    cmd = [sys.executable, "-m", "spotlab.reproduce", "--notebooks", str(nbs), "--out", str(tmp_path / "out"),
+    cmd = [sys.executable, "-m", "spotlab.notebooks.reproduce", "--notebooks", str(nbs), "--out", str(tmp_path / "out"),
            "--build", str(tmp_path / "build"), "--quick", "--jobs", "2", "--no-html", "--no-progress"]
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
@@ -63,7 +63,7 @@ def test_long_notebooks_start_first(tmp_path):
     import json
     from pathlib import Path
 
-    from spotlab.reproduce import LONG_FIRST, LONG_FIRST_QUICK, _longest_first
+    from spotlab.notebooks.reproduce import LONG_FIRST, LONG_FIRST_QUICK, _longest_first
 
     names = sorted({"00_a", "01_b", *LONG_FIRST, *LONG_FIRST_QUICK, "05_c"})
     sources = [Path(f"{n}.py") for n in names]
@@ -80,7 +80,7 @@ def test_long_notebooks_start_first(tmp_path):
 
 
 def test_kernel_threads_split_the_cores():
-    from spotlab.reproduce import kernel_threads
+    from spotlab.notebooks.reproduce import kernel_threads
 
     assert kernel_threads(jobs=2, notebooks=10, cores=2) == 1
     assert kernel_threads(jobs=2, notebooks=10, cores=8) == 4

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 pytest.importorskip("sb3_contrib")
 
-from spotlab.cli import main  # noqa: E402
+from spotlab.cli.main import main  # noqa: E402
 from spotlab.cluster.engine import simulate  # noqa: E402
 from spotlab.cluster.state import Cluster, Option, SimJob  # noqa: E402
 from spotlab.rl.env import SchedulingEnv  # noqa: E402
@@ -164,7 +164,7 @@ def test_training_leaves_no_folders_in_the_temp_directory(tmp_path, monkeypatch)
 
 
 def test_the_agent_as_a_scheduler_decides_as_in_its_environment(tmp_path):
-    from spotlab.cluster.schedulers.rl_agent import RLAgent
+    from spotlab.rl.scheduler import RLAgent
     from spotlab.rl.agent import load_agent
 
     _, settings_, wins = _tiny(tmp_path, "m")
@@ -211,7 +211,7 @@ def test_a_short_training_beats_fcfs_and_random_on_held_out_windows(dataset, tmp
     158.3, 22.6; fifo 176.0, random 203.9; so it holds on every seed, narrowly on seed 4 (EASY backfilling, the
     best heuristic here, 19.5: the agent does not beat that in 4,096 steps). This test trains seed 0."""
     dataset("traces/helios-gpw/helios_data_training.csv.gz")
-    from spotlab.cluster.schedulers.rl_agent import RLAgent
+    from spotlab.rl.scheduler import RLAgent
     from spotlab.rl.evaluate import run_windows
     from spotlab.rl.train import TrainSettings, train
     from spotlab.rl.workload import windows

@@ -8,12 +8,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spotlab.episodes import Episodes, concat
+from spotlab.market.episodes import Episodes, concat
 from spotlab.errors import TraceError
 from spotlab.policies import make_policy
-from spotlab.runs import INDEPENDENT_WINDOWS, Semantics, load_episodes, make_job, run_policy
-from spotlab.simulator import simulate
-from spotlab.synthetic import synthetic_market
+from spotlab.simulation.runs import INDEPENDENT_WINDOWS, Semantics, load_episodes, make_job, run_policy
+from spotlab.simulation.engine import simulate
+from spotlab.market.synthetic import synthetic_market
 
 
 @pytest.mark.parametrize("policy", INDEPENDENT_WINDOWS)
@@ -42,7 +42,7 @@ def test_blocks_keep_only_what_is_asked(cbl_trace, cbl_windows, keep):
 
 def test_record_names_the_arrays_kept(cbl_trace, cbl_windows):
     from spotlab.errors import ArgumentError
-    from spotlab.simulator import simulate
+    from spotlab.simulation.engine import simulate
 
     loaded = load_episodes(cbl_trace, cbl_windows, spot_price=0.9731, od_price=3.06, history_hours=0)
     job = make_job(48, 52, overhead_hours=0.1)
@@ -57,7 +57,7 @@ def test_record_names_the_arrays_kept(cbl_trace, cbl_windows):
 
 def test_windows_of_large_counts_keep_their_values():
     """Windows are cut in the narrowest integer type that holds the trace's counts; the values never change."""
-    from spotlab.market import Market
+    from spotlab.market.market import Market
 
     for top in (1, 100, 300, 70_000):
         avail = np.random.default_rng(top).integers(0, top + 1, 500)

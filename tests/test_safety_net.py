@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 
 from spotlab.errors import PolicyError
-from spotlab.job import Job
-from spotlab.market import Market
+from spotlab.jobs.job import Job
+from spotlab.market.market import Market
 from spotlab.policies import REGISTRY, make_policy
 from spotlab.policies.safety_net import SafetyNet
-from spotlab.simulator import simulate
+from spotlab.simulation.engine import simulate
 
 
 class Idle:

@@ -13,8 +13,8 @@ from hypothesis import given, settings, strategies as st
 from spotlab.errors import PolicyError
 from spotlab.experiments.setups import JobSpec, job_episodes
 from spotlab.policies import make_policy
-from spotlab.simulator import simulate
-from spotlab.synthetic import Regime, synthetic_market
+from spotlab.simulation.engine import simulate
+from spotlab.market.synthetic import Regime, synthetic_market
 
 
 
@@ -241,10 +241,10 @@ def test_no_online_policy_keeps_a3s_bar_on_every_market_from_the_first_round():
     of the two on A or on C; only over rounds can A3 follow the better one, with the regret of doing so."""
     from dataclasses import replace
 
-    from spotlab.job import Job
-    from spotlab.market import Market
+    from spotlab.jobs.job import Job
+    from spotlab.market.market import Market
     from spotlab.policies.registry import REGISTRY, policy_class
-    from spotlab.simulator import Episodes
+    from spotlab.simulation.engine import Episodes
 
     past, gap, d, q = 168, 4, 30, 0.3
     job = Job(work=24.0, deadline_h=float(d), n_min=1, n_max=1, overhead_h=0.25)

@@ -7,11 +7,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from spotlab.errors import JobError, PolicyError, TraceError
-from spotlab.job import Job, Throughput
-from spotlab.market import Market
+from spotlab.jobs.job import Job, Throughput
+from spotlab.market.market import Market
 from spotlab.policies import make_policy
 from spotlab.policies.safety_net import SafetyNet
-from spotlab.simulator import Episodes, SimSettings, simulate
+from spotlab.simulation.engine import Episodes, SimSettings, simulate
 
 
 def market(avail, sp=1.0, od=3.0, dt=1.0, requested=None):

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from spotlab.sweep import (CLAIM_FILE, KERNEL_LOG, RECORD_FILE, SweepError, load_grid, point_hash, run_point, run_sweep)
+from spotlab.notebooks.sweep import (CLAIM_FILE, KERNEL_LOG, RECORD_FILE, SweepError, load_grid, point_hash, run_point,
+    run_sweep)
 
 NOTEBOOK = '''# %% tags=["parameters"]
 x = 1
@@ -210,7 +211,7 @@ def test_second_attempt_waits_for_a_live_claim(tmp_path, nb):
 
 
 def test_dead_claim_is_taken_over(tmp_path, nb):
-    import spotlab.sweep as sw
+    import spotlab.notebooks.sweep as sw
 
     p = subprocess.Popen([sys.executable, "-c", "pass"])
     p.wait()  # a pid that is gone

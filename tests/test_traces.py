@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 
 from spotlab.errors import TraceError
-from spotlab.market import Market, Observations, resample
-from spotlab.synthetic import synthetic_market
-from spotlab.traces import load_sky_spot_json, load_tidy_csv, load_trace, load_windows_csv, tidy_zones
+from spotlab.market.market import Market, Observations, resample
+from spotlab.market.synthetic import synthetic_market
+from spotlab.market.traces import load_sky_spot_json, load_tidy_csv, load_trace, load_windows_csv, tidy_zones
 
 HEADER = "time,cloud,zone,gpu,requested,available,spot_price,on_demand_price\n"
 

@@ -92,7 +92,7 @@ def load_alibaba_pods(path: str | Path | None = None) -> pd.DataFrame:
     for an empty file, missing columns, non-numeric or negative values.
     """
     if path is None:
-        from ..data import dataset_path
+        from ..data.locate import dataset_path
 
         path = dataset_path(ALIBABA_PODS)
     path = Path(path)
@@ -128,7 +128,7 @@ def load_philly_runtimes(path: str | Path | None = None) -> np.ndarray:
     Negative, non-numeric or missing values raise `WorkloadError` naming the lines.
     """
     if path is None:
-        from ..data import dataset_path
+        from ..data.locate import dataset_path
 
         path = dataset_path(PHILLY_RUNTIMES)
     path = Path(path)

@@ -64,7 +64,7 @@ SUBSTITUTES: Mapping[str, str] = MappingProxyType({
                        "training job needs"),
 })
 
-# Named traces of the data catalogue (spotlab/catalogue.py): name -> relative paths under the data root.
+# Named traces of the data catalogue (spotlab/data/catalogue.py): name -> relative paths under the data root.
 _ITP = tuple(f"traces/microsoft-itp-2021/cluster{i:02d}.csv.gz" for i in range(1, 8))
 TRACES: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "microsoft-itp-2021": _ITP,
@@ -441,10 +441,10 @@ def job_table(trace: str | Path, *, seed: int = 0, completed_only: bool = False,
     """The job table of a named trace (`TRACES`, found through the data catalogue) or of a file path.
 
     Names resolve like every dataset (``$SPOTLAB_DATA``, ``../shared/data``, else a verified download of the
-    pinned source, see `spotlab.data.dataset_path`); ``attrs["trace"]`` holds the name.
+    pinned source, see `spotlab.data.locate.dataset_path`); ``attrs["trace"]`` holds the name.
     """
     if isinstance(trace, str) and trace in TRACES:
-        from ..data import dataset_path
+        from ..data.locate import dataset_path
 
         paths = [dataset_path(rel, root=root, download=download) for rel in TRACES[trace]]
         table = read_job_table(paths, seed=seed, completed_only=completed_only, users=users)

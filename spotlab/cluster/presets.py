@@ -71,7 +71,7 @@ def preset(name: str, *, root: str | Path | None = None, download: bool = True) 
         raise JobTableError(f"unknown cluster preset {name!r}; known: {', '.join(PRESETS)}")
     spec = PRESETS[name]
     if spec is None:
-        from ..data import dataset_path
+        from ..data.locate import dataset_path
 
         return nodes_cluster(dataset_path(ALIBABA_NODES, root=root, download=download))
     return Cluster(pools=tuple(NodePool(gpu, nodes, per) for gpu, nodes, per in spec.pools))

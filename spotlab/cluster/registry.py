@@ -24,7 +24,7 @@ SCHEDULERS: dict[str, str] = {
     "multifactor": "spotlab.cluster.schedulers.multifactor:Multifactor",
     "f1": "spotlab.cluster.schedulers.f1:F1",
     "random": "spotlab.cluster.schedulers.random_order:RandomOrder",
-    "rl_agent": "spotlab.cluster.schedulers.rl_agent:RLAgent",
+    "rl_agent": "spotlab.rl.scheduler:RLAgent",
 }
 
 PLACEMENTS: dict[str, str] = {

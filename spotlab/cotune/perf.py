@@ -1,13 +1,13 @@
 """The analytical ground truth of a configuration: does it fit, and how fast does it run.
 
-It is the throughput-profile model of `spotlab.profiles` (FLOPs per token, GPU peak, achieved utilisation,
+It is the throughput-profile model of `spotlab.jobs.profiles` (FLOPs per token, GPU peak, achieved utilisation,
 straggler wait, all-reduce, per-step overhead; memory of weights, optimiser state and activations), evaluated
 at one configuration: the global batch splits into `batch_size / number_gpus` samples of `tokens_per_sample`
 tokens per GPU and step, LoRA or full fine-tuning (FSDP-sharded), one software version. One source of truth:
 the run generator (`spotlab.cotune.run_history`) samples measurements around it and the cluster simulator takes its
 "true" validity and throughput from it.
 
-Constants beyond `spotlab.profiles` (each an **assumption** unless a source is named):
+Constants beyond `spotlab.jobs.profiles` (each an **assumption** unless a source is named):
 
 - Models. `llama2-7b` is `profiles.MODELS["llama2-7b"]`. `granite-3b-code` is taken as a 3.5e9-parameter
   decoder of 32 layers, hidden 2560, 32 heads, vocabulary 49,152 (assumption: a LLaMA-shaped 3B code model);
@@ -38,8 +38,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from .. import profiles
-from ..profiles import GPUSpec, ModelSpec, TrainSetup
+from ..jobs import profiles
+from ..jobs.profiles import GPUSpec, ModelSpec, TrainSetup
 from .space import Config, ConfigError, as_config, rule_violations
 
 __all__ = ["MODELS", "GPUS", "SOFTWARE", "Software", "PerfModel", "DEFAULT"]

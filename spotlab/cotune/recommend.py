@@ -22,8 +22,8 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from ..job import Throughput
-from ..profiles import fit_linear
+from ..jobs.job import Throughput
+from ..jobs.profiles import fit_linear
 from .knowledge import Knowledge
 from .space import PARAMETERS, VALUES, Config, ConfigError, as_config, enumerate_space, space_frame
 
@@ -90,7 +90,7 @@ class Recommender:
     def job_throughput(self, config: Config | Mapping[str, Any]) -> Throughput:
         """spotlab's job model `Throughput(alpha, beta)` for `config`'s job over the GPU counts the source
         predicts valid: a linear fit of predicted tokens/s vs GPUs, in units of the fit's single-GPU rate
-        (one-GPU-hours of work per hour, as `spotlab.profiles.LinearFit.throughput`)."""
+        (one-GPU-hours of work per hour, as `spotlab.jobs.profiles.LinearFit.throughput`)."""
         c = as_config(config)
         fixed = {k: v for k, v in c.as_dict().items() if k != "number_gpus"}
         a = self.candidates(fixed)

@@ -10,6 +10,6 @@
 - `cotune_cluster`: CoTune's job completion time per scheduling policy and configuration source (09);
 - `figures`: saving a figure together with the numbers behind it;
 - `cells`: the runner every resumable experiment uses (rows appended as cells finish, resume, parallel);
-- `outputs`: the names of the files each notebook writes (declared once, read by `spotlab.claims`);
+- `outputs`: the names of the files each notebook writes (declared once, read by `spotlab.notebooks.claims`);
 - `published`: the numbers others published that we compare with (the paper's, the Can't Be Late ones).
 """

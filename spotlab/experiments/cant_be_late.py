@@ -16,9 +16,9 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from ..runs import load_episodes, make_job, run_policy, settings_for
-from ..simulator import Episodes
-from ..traces import load_sky_spot_json
+from ..simulation.runs import load_episodes, make_job, run_policy, settings_for
+from ..simulation.engine import Episodes
+from ..market.traces import load_sky_spot_json
 from .cells import Cell, Done, Table, append_rows, run
 from .market_stats import spell_lengths
 from .outputs import FIGURE, declare

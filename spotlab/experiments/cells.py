@@ -29,8 +29,8 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ExperimentError
-from ..parallel import progress as progress_bar
-from ..parallel import worker_count
+from ..processes import progress as progress_bar
+from ..processes import worker_count
 
 
 def json_default(x: Any) -> Any:

@@ -40,13 +40,13 @@ import numpy as np
 import pandas as pd
 
 from ..errors import PolicyError, TraceError
-from ..market import Market
+from ..market.market import Market
 from ..policies import make_policy
 from ..policies.registry import resolved_params
 from ..policies.select import ALGORITHMS, known_from
 from ..policies.hedge import OWN_RATE, SELECTORS, SelectionRun, loglog_slope, regret_bound_hedge, warm_started
-from ..simulator import SimSettings, horizon_slots, simulate
-from ..runs import Semantics
+from ..simulation.engine import SimSettings, horizon_slots, simulate
+from ..simulation.runs import Semantics
 from . import setups
 from .cells import Cell, Done, Table, run
 from .outputs import FIGURE, declare

@@ -43,9 +43,9 @@ import numpy as np
 import pandas as pd
 
 from ..errors import TraceError
-from ..market import Market
-from ..runs import Semantics
-from ..simulator import horizon_slots
+from ..market.market import Market
+from ..simulation.runs import Semantics
+from ..simulation.engine import horizon_slots
 from . import setups
 from .comparison import A3, _check_max_jobs, _check_positive, _check_seed, _resolve_market, main_comparison
 
@@ -228,7 +228,7 @@ def heldout_check(markets: Iterable[str | Market] | str | Market, jobs: int = 8,
         raise TraceError(f"heldout_check: two markets have the same name ({', '.join(k for k, _ in pairs)}); "
                          "give each trace file its own name")
 
-    from ..parallel import Progress
+    from ..processes import Progress
 
     todo = [(key, mkt, i, spec) for i, spec in specs for key, mkt in resolved.items()]
     checks, parts = [], []

@@ -46,11 +46,11 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..job import Job
-from ..market import Market
+from ..jobs.job import Job
+from ..market.market import Market
 from ..policies.registry import resolved_params
 from ..policies.select import ALGORITHMS, member_label
-from ..simulator import Episodes
+from ..simulation.engine import Episodes
 from . import setups as su
 from .cells import Cell, Done, ExperimentError, Table, json_default
 from .cells import run as run_all
@@ -249,8 +249,8 @@ def _select_from_members(setup: Setup, method: Method, known: Mapping[str, pd.Da
     compares the two)."""
     from ..policies.registry import make_policy
     from ..policies.select import replay_members, settled_slots, warmup_episodes
-    from ..runs import Semantics
-    from ..simulator import horizon_slots
+    from ..simulation.runs import Semantics
+    from ..simulation.engine import horizon_slots
 
     sem = Semantics()  # the net `run_methods` simulates every cell under
     sel = make_policy(method.policy, dict(method.params)).unwrapped

@@ -22,14 +22,14 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..catalogue import ADRS_ENVS, ADRS_LEADERBOARD_WINDOWS
-from ..data import dataset_path
+from ..data.catalogue import ADRS_ENVS, ADRS_LEADERBOARD_WINDOWS
+from ..data.locate import dataset_path
 from ..errors import TraceError
-from ..runs import Semantics, make_job
-from ..episodes import concat
-from ..market import Market
-from ..simulator import Episodes, simulate
-from ..traces import load_sky_spot_observations, load_windows_csv
+from ..simulation.runs import Semantics, make_job
+from ..market.episodes import concat
+from ..market.market import Market
+from ..simulation.engine import Episodes, simulate
+from ..market.traces import load_sky_spot_observations, load_windows_csv
 from .cells import append_rows
 from .outputs import declare
 from .published import (LEADERBOARD_DEADLINES, LEADERBOARD_OD_PRICE, LEADERBOARD_OVERHEADS, LEADERBOARD_PEERS,
@@ -182,7 +182,7 @@ def run(
     """
     from tqdm import tqdm
 
-    from ..parallel import worker_count
+    from ..processes import worker_count
     from ..policies.registry import policy_class
 
     params = dict(params or {})

@@ -14,10 +14,10 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..data import dataset_path
+from ..data.locate import dataset_path
 from ..errors import TraceError
-from ..market import Market
-from ..traces import load_tidy_observations, tidy_zones
+from ..market.market import Market
+from ..market.traces import load_tidy_observations, tidy_zones
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ MARKET_FILES: dict[str, MarketFile] = {
     "aws_v100": MarketFile("markets/aws_v100_p3.2xlarge.csv.gz", "AWS V100 p3.2xlarge (1 requested, ~195 s)", True, True),
     "aws_v100_16": MarketFile("markets/aws_v100_16node_counts.csv.gz", "AWS V100 (16 requested, 5 min)", False, False),
     "gcp_a100": MarketFile("markets/gcp_a100_counts.csv.gz", "GCP A100-40GB (4 requested, 150 s)", False, False),
-    # A marketplace (spotlab.marketplace): the market-wide view and the two providers with flagged spot
+    # A marketplace (spotlab.market.marketplace): the market-wide view and the two providers with flagged spot
     # offers, which come and go (the others list at one price, spot = on-demand: run time, no insight).
     "marketplace_h100": MarketFile("markets/gpu-price-tracker/H100_80GB_SXM5.jsonl.gz",
                                    "Marketplace H100 SXM5 (8 requested, ~30 min snapshots)", True, True,
@@ -54,7 +54,7 @@ def load_all_zones(
 ) -> dict[str, Market]:
     """Every zone (or the chosen `zones`) of a tidy file on one slot grid, so zones compare slot for slot.
 
-    `relpath` is relative to the data folder (resolved by `spotlab.data.dataset_path`); `max_hours`
+    `relpath` is relative to the data folder (resolved by `spotlab.data.locate.dataset_path`); `max_hours`
     keeps only the first hours of each zone (quick runs).
     """
     path = dataset_path(relpath)

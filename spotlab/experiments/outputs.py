@@ -1,8 +1,8 @@
 """The names of the files each notebook writes into `paper_figures/`, declared once.
 
 Each experiments module declares what its notebook writes (`cant_be_late.OUTPUTS`, `horizon.MOTIVATION`,
-...); the notebook saves under those names and `spotlab.claims` reads by the same names, so renaming a file
-cannot leave a claim reading a file that nobody writes. The outputs of notebooks 00 (`spotlab.profiles`),
+...); the notebook saves under those names and `spotlab.notebooks.claims` reads by the same names, so renaming a file
+cannot leave a claim reading a file that nobody writes. The outputs of notebooks 00 (`spotlab.jobs.profiles`),
 01 (`experiments.market_stats`), 08 (`spotlab.cotune`) and 09 (`experiments.cotune_cluster`) are declared
 here. `tests/test_claims.py` checks both directions.
 

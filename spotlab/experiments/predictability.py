@@ -23,11 +23,11 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..data import dataset_path
-from ..market import Market
+from ..data.locate import dataset_path
+from ..market.market import Market
 from ..predict import evaluate_zones, make_predictor
 from ..predict.base import slots_per
-from ..traces import tidy_zones
+from ..market.traces import tidy_zones
 from .market_stats import MARKET_FILES, MarketFile, autocorrelation, load_all_zones
 from .outputs import FIGURE, declare
 

@@ -140,7 +140,7 @@ def evaluate_windows(workloads: Mapping[str, Workload], *, agents: pd.DataFrame 
                                   inputs=(wins[preset], pl, a.agent)))
 
     def compute(cell: Cell) -> pd.DataFrame:
-        from ..cluster.schedulers.rl_agent import RLAgent
+        from ..rl.scheduler import RLAgent
 
         mine, pl, what = cell.inputs
         sched = RLAgent(what) if cell.labels["scheduler"] == AGENT else what

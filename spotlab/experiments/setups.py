@@ -12,7 +12,7 @@ choose keys and parameters:
 - `job_episodes`: jobs one after another on a trace (a window of the hard-deadline horizon every
   `stride_hours`), each with the week before it as forecasting history.
 
-Throughput H(n) = alpha n + beta comes from the fitted profiles of `spotlab.profiles` (notebook 00): the
+Throughput H(n) = alpha n + beta comes from the fitted profiles of `spotlab.jobs.profiles` (notebook 00): the
 LoRA fine-tuning of `JobSpec.model` on the market's GPU (H100 traces: the H100 fit; the V100 and A100
 traces: the A100 fit, the only other profile; normalised fits differ by under 1% between GPUs).
 `JobSpec(alpha=..., beta=...)` overrides it, e.g. with a measured profile.
@@ -27,15 +27,15 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from ..data import dataset_path
+from ..data.locate import dataset_path
 from ..errors import TraceError
-from ..job import Job, Throughput
-from ..market import Market
-from ..runs import Semantics
-from ..episodes import Episodes, stride_starts
-from ..simulator import horizon_slots, simulate
-from ..synthetic import synthetic_market
-from ..traces import load_tidy_csv, load_trace
+from ..jobs.job import Job, Throughput
+from ..market.market import Market
+from ..simulation.runs import Semantics
+from ..market.episodes import Episodes, stride_starts
+from ..simulation.engine import horizon_slots, simulate
+from ..market.synthetic import synthetic_market
+from ..market.traces import load_tidy_csv, load_trace
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,7 @@ MARKET_SPECS: dict[str, MarketSpec] = {
     "marketplace": MarketSpec("GPU-cloud marketplace, H100 SXM5, all providers (8 requested, 30 min snapshots)",
                               "markets/gpu-price-tracker/H100_80GB_SXM5.jsonl.gz", "all", last_hours=24 * 16,
                               note="spot = cheapest flagged-interruptible offer, else the p10 price; on-demand = "
-                                   "median listing; GPUs = listed at the spot price (spotlab.marketplace); last "
+                                   "median listing; GPUs = listed at the spot price (spotlab.market.marketplace); last "
                                    "16 days (from 2025-10-31: a week of history, then 9 days of jobs, DataCrunch's "
                                    "flagged spot offers included) to keep the notebooks' run time small"),
     "calm": MarketSpec("synthetic, calm regime", None, regime="calm"),
@@ -143,7 +143,7 @@ class JobSpec:
             return Throughput(float(self.alpha), float(self.beta))
         if (self.alpha is None) != (self.beta is None):
             raise TraceError("JobSpec: give both alpha and beta, or neither (then the fitted profile is used)")
-        from ..profiles import job_throughput
+        from ..jobs.profiles import job_throughput
 
         gpu = "h100" if "H100" in str(market.meta.get("gpu", "")).upper() else "a100"
         return job_throughput(self.model, gpu)

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import SolverError
-from ..job import Job
+from ..jobs.job import Job
 from .solve import BILLINGS, OptimumResult
 
 LEVEL_TOL = 1e-9  # lost-time sums closer than this (hours) are the same level

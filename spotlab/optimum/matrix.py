@@ -17,7 +17,7 @@ import pyomo.environ as pe
 from pyomo.repn.plugins.standard_form import LinearStandardFormCompiler
 
 from ..errors import SolverError
-from ..highs import quiet_highs
+from .solvers.highs import quiet_highs
 
 try:
     import swiglpk as glp

@@ -35,7 +35,7 @@ import math
 import numpy as np
 import pyomo.environ as pe
 
-from ..job import Job
+from ..jobs.job import Job
 
 BILLINGS = ("fractional", "full")
 

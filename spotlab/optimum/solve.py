@@ -14,8 +14,8 @@ import numpy as np
 import pyomo.environ as pe
 
 from ..errors import SolverError
-from ..job import Job
-from . import glpk as _glpk  # noqa: F401  (registers "swiglpk" with Pyomo's SolverFactory)
+from ..jobs.job import Job
+from .solvers import glpk as _glpk  # noqa: F401  (registers "swiglpk" with Pyomo's SolverFactory)
 from .matrix import compile_model, solve_form, with_updates
 from .model import BILLINGS, build_model
 
@@ -178,7 +178,7 @@ class OptimumProblem:
     def _best_incumbent(self, incumbents, avail, sp, od):
         """The best of the given schedules as (o, s, objective in the model's terms), replayed by the simulator
         (what it runs is what counts); None when none finishes where the job must."""
-        from ..simulator import Episodes, SimSettings, simulate
+        from ..simulation.engine import Episodes, SimSettings, simulate
 
         rows = [(np.asarray(o)[: self.horizon], np.asarray(s)[: self.horizon]) for o, s in incumbents]
         rows = [(o, s) for o, s in rows if o.shape == (self.horizon,) and s.shape == (self.horizon,)]

@@ -68,7 +68,7 @@ import numpy as np
 import pyomo.environ as pe
 
 from ..errors import SolverError
-from ..job import Job
+from ..jobs.job import Job
 from .matrix import BACKENDS, StandardForm, compile_model, solve_highs, with_updates
 from .model import _link_finishing_slot, _unused_capacity, add_allocation
 

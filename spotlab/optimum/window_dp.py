@@ -42,7 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import SolverError
-from ..job import Job
+from ..jobs.job import Job
 from .window import WindowPlan, WindowTerms, work_segments
 
 LEVELS = 512  # first grid of the work done; doubled while the gap is not proven

@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Literal, Protocol
 import numpy as np
 
 from ..errors import PolicyError
-from ..job import Job
+from ..jobs.job import Job
 from ..registry import Params
 
 if TYPE_CHECKING:  # annotations only: the simulator imports this module
-    from ..simulator import Episodes, SimSettings
+    from ..simulation.engine import Episodes, SimSettings
 
 EPS = 1e-9
 

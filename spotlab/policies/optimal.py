@@ -30,7 +30,7 @@ from ..errors import PolicyError
 from ..optimum import OptimumProblem
 from ..optimum.dp import AllocationRelaxation, FixedCountDP, ParetoLabelDP, TooManyLabels, exact_dp
 from ..optimum.solve import DEFAULT_GAP
-from ..parallel import worker_count
+from ..processes import worker_count
 from ..params import Boolean, Interval, Options, Params
 from .base import Context, Observation
 
@@ -168,7 +168,7 @@ class Optimal(Params):
 def baseline_schedules(ctx: Context) -> list:
     """Per window, the schedules (o, s) that uniform progress, greedy and on-demand actually run under the
     simulator's settings: the MILP's warm starts (the solver keeps the best that fits its model)."""
-    from ..simulator import simulate
+    from ..simulation.engine import simulate
     from .registry import make_policy
 
     ep, H = ctx.episodes, ctx.horizon

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import PolicyError
-from ..job import Job
+from ..jobs.job import Job
 from .base import (EPS, NET_VARIANTS, Context, Observation, ceil_slots, check_action, deadline_pressure, floor_slots,
                    not_worth_finishing)
 

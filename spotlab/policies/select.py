@@ -99,10 +99,10 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..errors import PolicyError
-from ..market import Market
-from ..parallel import worker_count
+from ..market.market import Market
+from ..processes import worker_count
 from ..params import Boolean, Interval, Options
-from ..simulator import Episodes, simulate
+from ..simulation.engine import Episodes, simulate
 from .base import Context, Observation, OnlinePolicy
 from .hedge import OWN_RATE, SELECTORS, SelectionRun, loglog_slope, warm_started
 from .registry import REGISTRY, make_policy, policy_class

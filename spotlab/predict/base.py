@@ -14,7 +14,7 @@ learned lives in attributes ending in `_`. Every model shares the same life cycl
 Input rules, the same for every model, so that a user gets one kind of answer:
 
 - gaps: a NaN (or inf) anywhere is a `PredictionError` naming the absolute slot. Models do not guess
-  how to fill a gap; fill it first (holding the last value is what `spotlab.market.resample` does).
+  how to fill a gap; fill it first (holding the last value is what `spotlab.market.market.resample` does).
 - too little history: `PredictionError` saying how many slots the model needs (`min_history`).
 - constant history (a zone that always grants every GPU is common): models that estimate a noise
   variance (ETS, ARIMA) cannot fit it and fall back to persistence, which is the exact forecast of a

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import PredictionError
-from ..market import Market
+from ..market.market import Market
 from . import metrics
 from .base import Predictor, check_slot_hours, slots_per
 from .forecaster import TARGETS, Forecaster

@@ -9,7 +9,7 @@
 - `policy_net`: the per-job scoring network (permutation-equivariant), as a MaskablePPO policy;
 - `teachers`, `imitation`: rules to imitate for a warm start;
 - `train`: seeded, deterministic, resumable training with checkpoints and their settings;
-- `agent`: a trained agent loaded for use (also `spotlab.cluster.schedulers.rl_agent`, the agent as a scheduler);
+- `agent`: a trained agent loaded for use (also `spotlab.rl.scheduler`, the agent as a scheduler);
 - `evaluate`: agent vs heuristics on held-out windows, paired, with 95% intervals;
 - `cli`: `spotlab rl train` / `spotlab rl evaluate`.
 

@@ -1,5 +1,5 @@
 """When the learning scheduler is asked to choose, and what its choice does: one set of rules for the training
-environment (`spotlab.rl.env`) and the trained agent as an engine `Scheduler` (`spotlab.cluster.schedulers.rl_agent`),
+environment (`spotlab.rl.env`) and the trained agent as an engine `Scheduler` (`spotlab.rl.scheduler`),
 so that an agent behaves the same in both.
 
 At a scheduling point (after each batch of same-time events, as for every scheduler):

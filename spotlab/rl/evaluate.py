@@ -123,7 +123,7 @@ def evaluate(model: str | Path, *, preset: str | None = None, trace: str | None 
              windows: dict | None = None, seed: int = 0) -> Evaluation:
     """The agent in ``model`` and the heuristics on the first ``n_windows`` windows of ``split`` of the agent's
     workload (``preset`` / ``trace``: another cluster or trace, for transfer)."""
-    from ..cluster.schedulers.rl_agent import RLAgent
+    from .scheduler import RLAgent
     from .train import load_settings
 
     settings, _ = load_settings(model)

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import SolverError
-from ...highs import quiet_highs
+from ...optimum.solvers.highs import quiet_highs
 from .score import TIE, PlacementProblem, stranded
 from .scored import ScoredPlacement
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .errors import TraceError
+from ..errors import TraceError
 from .market import Market
 
 

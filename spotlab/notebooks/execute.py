@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 # the variables the numerical libraries read for their thread pools (OpenMP: scikit-learn's boosting and torch;

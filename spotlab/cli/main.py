@@ -10,8 +10,8 @@ import os
 import sys
 import time
 
-from . import __version__
-from .errors import SpotlabError
+from .. import __version__
+from ..errors import SpotlabError
 
 EXIT_USAGE = 2
 
@@ -223,11 +223,11 @@ def build_parser() -> argparse.ArgumentParser:
     h.add_argument("--json", action="store_true", help="print the checks as JSON records (otherwise a table)")
     _progress_option(h)
 
-    from .cotune.cli import add_parsers as cotune_parsers  # argparse only: the CoTune modules load when run
+    from .cotune import add_parsers as cotune_parsers  # argparse only: the CoTune modules load when run
 
     cotune_parsers(sub, _finite, _progress_option)
 
-    from .rl.cli import add_parsers as rl_parsers  # argparse only: the agent (torch) loads when `spotlab rl` runs
+    from .rl import add_parsers as rl_parsers  # argparse only: the agent (torch) loads when `spotlab rl` runs
 
     rl_parsers(sub, _finite, _positive_int, _progress_option)
 
@@ -306,10 +306,10 @@ class _Tracked:
 def cmd_simulate(args) -> int:
     import numpy as np
 
-    from .parallel import Progress
-    from .policies import make_policy, policy_class
-    from .registry import init_parameters
-    from .runs import load_episodes, make_job, run_policy, settings_for
+    from ..processes import Progress
+    from ..policies import make_policy, policy_class
+    from ..registry import init_parameters
+    from ..simulation.runs import load_episodes, make_job, run_policy, settings_for
 
     started = time.perf_counter()
     cls = policy_class(args.policy)  # an unknown name fails before any data is read
@@ -397,10 +397,10 @@ def _default_train_slots(n: int, slot_hours: float, min_history: int) -> int:
 
 
 def cmd_forecast(args) -> int:
-    from .errors import PredictionError
-    from .predict import make_predictor, rolling_origin, target_series
-    from .predict.evaluate import parse_horizons
-    from .traces import load_trace
+    from ..errors import PredictionError
+    from ..predict import make_predictor, rolling_origin, target_series
+    from ..predict.evaluate import parse_horizons
+    from ..market.traces import load_trace
 
     started = time.perf_counter()
     params = dict(args.param)
@@ -424,7 +424,7 @@ def cmd_forecast(args) -> int:
             f"too little history: the trace has {n} slots of {s_hours:g} h ({n * s_hours:g} h); a training window "
             f"of {train} slots plus the largest horizon {horizons[-1]} needs at least {train + horizons[-1]} slots")
     kw = dict(horizons=horizons, train_slots=train, refit_every=every, target=args.target)
-    from .parallel import Progress
+    from ..processes import Progress
 
     n_origins = max(0, n - train - horizons[-1] + 1)
     with Progress(total=2, desc=f"forecast {args.model}", unit="model", enabled=args.progress) as bar:
@@ -469,7 +469,7 @@ def cmd_forecast(args) -> int:
 
 
 def cmd_heldout(args) -> int:
-    from .experiments.heldout import BARS, MARGIN_UNITS, heldout_check
+    from ..experiments.heldout import BARS, MARGIN_UNITS, heldout_check
 
     if args.seed < 0:
         raise SpotlabError(f"--seed must be >= 0, got {args.seed}")
@@ -515,7 +515,7 @@ def _jsonable(v):
 def cmd_sweep(args) -> int:
     from pathlib import Path
 
-    from .sweep import SweepError, run_sweep
+    from ..notebooks.sweep import SweepError, run_sweep
 
     if args.jobs is not None and args.scheduler:
         raise SweepError("give either --jobs (local processes) or --scheduler (Dask), not both")
@@ -562,8 +562,8 @@ PARAM_HELP: dict[str, str] = {
 
 
 def _policy_params(name: str) -> list[tuple[str, str, str]]:
-    from .policies import policy_class
-    from .registry import init_parameters
+    from ..policies import policy_class
+    from ..registry import init_parameters
 
     cls = policy_class(name)
     where = f"see the docstring of {cls.__module__}"
@@ -572,7 +572,7 @@ def _policy_params(name: str) -> list[tuple[str, str, str]]:
 
 
 def _policy_summary(name: str) -> str:
-    from .policies import policy_class
+    from ..policies import policy_class
 
     cls = policy_class(name)
     doc = (cls.__doc__ or "").strip() or (__import__(cls.__module__, fromlist=["x"]).__doc__ or "").strip()
@@ -580,7 +580,7 @@ def _policy_summary(name: str) -> str:
 
 
 def cmd_policies(args) -> int:
-    from .policies import REGISTRY, policy_class
+    from ..policies import REGISTRY, policy_class
 
     if args.name is None:
         for name in REGISTRY:
@@ -600,7 +600,7 @@ def cmd_policies(args) -> int:
 
 
 def cmd_data(args) -> int:
-    from . import data
+    from ..data import locate as data
 
     root = data.data_root()
     info = {"data_root": str(root) if root else None, "cache": str(data.cache_dir()), "datasets": data.list_datasets()}
@@ -615,7 +615,7 @@ def cmd_data(args) -> int:
 
 def _cotune(name: str):
     def run(args) -> int:
-        from .cotune import cli
+        from . import cotune as cli
 
         return getattr(cli, name)(args)
 
@@ -623,13 +623,13 @@ def _cotune(name: str):
 
 
 def _rl(args) -> int:
-    from .rl import cli
+    from . import rl as cli
 
     return {"train": cli.cmd_train, "evaluate": cli.cmd_evaluate}[args.rl_command](args)
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .parallel import quiet_exit_stderr, stop_children, stop_on_sigterm
+    from ..processes import quiet_exit_stderr, stop_children, stop_on_sigterm
 
     parser = build_parser()
     args = parser.parse_args(argv)

@@ -54,8 +54,8 @@ from typing import Any
 
 import pandas as pd
 
-from .errors import SweepError
-from .notebook_exec import ROOT, error_line, kernel_manager_logging_to
+from ..errors import SweepError
+from .execute import ROOT, error_line, kernel_manager_logging_to
 
 RESULT_FILE = "sweep_result.json"
 RECORD_FILE = "record.json"

@@ -20,19 +20,19 @@ from typing import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from .experiments.cant_be_late import OUTPUTS as CROSSCHECK  # notebook 01b
-from .experiments.comparison import MAIN, SELECTION  # 07, 06
-from .experiments.horizon import COMMITMENT, MOTIVATION, SENSITIVITY  # 03, 04, 05
-from .experiments.leaderboard import A1_PERFECT as LEADERBOARD_A1  # claim 8c
-from .experiments.leaderboard import HINDSIGHT as LEADERBOARD_HINDSIGHT  # claim 8b
-from .experiments.leaderboard import OUTPUTS as LEADERBOARD  # 01c
-from .experiments.outputs import CLUSTER_SCHEDULING, CONFIG_PREDICTION, THROUGHPUT  # 09, 08, 00
-from .experiments.predictability import OUTPUTS as PREDICTABILITY  # 02
-from .experiments.published import CANT_BE_LATE_TOLERANCE as CBL_TOLERANCE  # claim 8: SPEC §3.2, within 1%
-from .experiments.published import COTUNE_JCT_CHANGE, COTUNE_PREDICTION  # claims C1, C2
-from .experiments.published import PAPER_BEST_IMPROVEMENT  # claim 7: "up to 54.8%" [paper abstract]
-from .experiments.published import RLTUNE  # claims R1-R3
-from .experiments.rl_scheduling import OUTPUTS as RL_SCHEDULING  # 10
+from ..experiments.cant_be_late import OUTPUTS as CROSSCHECK  # notebook 01b
+from ..experiments.comparison import MAIN, SELECTION  # 07, 06
+from ..experiments.horizon import COMMITMENT, MOTIVATION, SENSITIVITY  # 03, 04, 05
+from ..experiments.leaderboard import A1_PERFECT as LEADERBOARD_A1  # claim 8c
+from ..experiments.leaderboard import HINDSIGHT as LEADERBOARD_HINDSIGHT  # claim 8b
+from ..experiments.leaderboard import OUTPUTS as LEADERBOARD  # 01c
+from ..experiments.outputs import CLUSTER_SCHEDULING, CONFIG_PREDICTION, THROUGHPUT  # 09, 08, 00
+from ..experiments.predictability import OUTPUTS as PREDICTABILITY  # 02
+from ..experiments.published import CANT_BE_LATE_TOLERANCE as CBL_TOLERANCE  # claim 8: SPEC §3.2, within 1%
+from ..experiments.published import COTUNE_JCT_CHANGE, COTUNE_PREDICTION  # claims C1, C2
+from ..experiments.published import PAPER_BEST_IMPROVEMENT  # claim 7: "up to 54.8%" [paper abstract]
+from ..experiments.published import RLTUNE  # claims R1-R3
+from ..experiments.rl_scheduling import OUTPUTS as RL_SCHEDULING  # 10
 
 HOLDS, DEVIATES, CANNOT, NOT_RUN = "holds", "deviates", "cannot compare", "not run"
 VERDICTS = (HOLDS, DEVIATES, CANNOT, NOT_RUN)
@@ -890,7 +890,7 @@ def _timing(log: dict | None) -> str:
         return f"Notebooks' wall time (each notebook's execution that wrote these files): {total:.0f} s ({per})."
     ran = [r for r in recs if r.get("status") == "ran"]
     cached = [r for r in recs if r.get("status") == "cached"]
-    s = f"Notebooks' wall time in the last `spotlab.reproduce` call: {float(log.get('seconds', 0)):.0f} s"
+    s = f"Notebooks' wall time in the last `spotlab.notebooks.reproduce` call: {float(log.get('seconds', 0)):.0f} s"
     if recs:
         s += (f" ({len(ran)} ran: " + (", ".join(f"{r['notebook']} {float(r.get('seconds', 0)):.0f} s" for r in ran)
                                        or "none") + f"; {len(cached)} cached from an earlier call)")
@@ -913,7 +913,7 @@ def write_report(out_dir: str | Path, quick: bool, log: dict | None = None) -> P
     lines = ["# Claims of Kong et al. (arXiv 2512.20967) and of the CoTune seed (C1, C2) against this reproduction",
              "",
              mode, "", _timing(log), "",
-             "Every number under *ours* is read from the CSV/JSON files in this folder (see `spotlab/claims.py`).",
+             "Every number under *ours* is read from the CSV/JSON files in this folder (see `spotlab/notebooks/claims.py`).",
              "", "| claim | paper | ours | verdict | figure |", "|---|---|---|---|---|"]
     for c in claims:
         fig = f"[{c.figure}]({c.figure})" if (out / c.figure).is_file() else "—"
@@ -929,7 +929,7 @@ def write_report(out_dir: str | Path, quick: bool, log: dict | None = None) -> P
     return path
 
 
-if __name__ == "__main__":  # python -m spotlab.claims [out_dir] [--quick]
+if __name__ == "__main__":  # python -m spotlab.notebooks.claims [out_dir] [--quick]
     import sys
 
     args = [a for a in sys.argv[1:] if a != "--quick"]

@@ -99,7 +99,7 @@ SKYPILOT = Repo("skypilot-org", "spot-traces", "221da1ab9bdfe7966da296265d7694d5
 SPOTHEDGE = Repo("MaoZiming", "spothedge_ae", "df02263c3c24e598bed93486b79feafdac49bf20")
 SKYNOMAD = Repo("andylizf", "skynomad-artifact", "62b9aaa1942e30c40cb9f6f5d7d03d6823d1d1f7")
 ADRS = Repo("UCB-ADRS", "ADRS-Leaderboard", "f856497ded0c34c97323730f2012a2767b1caa92")
-# GPU-cloud marketplace snapshots (spotlab.marketplace). MIT License, Copyright (c) 2025 Piotr Mazurek: the
+# GPU-cloud marketplace snapshots (spotlab.market.marketplace). MIT License, Copyright (c) 2025 Piotr Mazurek: the
 # licence text travels with the data (markets/gpu-price-tracker/LICENSE; upstream LICENSE at this commit).
 GPU_PRICE_TRACKER = Repo("tugot17", "gpu-price-tracker", "718a831c495f202f8c290d290b1f652aa7ed70d9")
 

@@ -13,7 +13,7 @@ from typing import Mapping
 
 import numpy as np
 
-from .errors import JobError
+from ..errors import JobError
 
 
 @dataclass(frozen=True)

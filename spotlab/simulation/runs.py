@@ -14,13 +14,13 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .errors import TraceError
-from .job import Job, make_job  # noqa: F401  (make_job re-exported: its old home)
-from .market import Market
-from .policies import make_policy
-from .episodes import Episodes, stride_starts
-from .simulator import RECORDED, SimSettings, SimulationResult, simulate
-from .traces import is_json_trace, load_sky_spot_observations, load_tidy_observations, read_windows
+from ..errors import TraceError
+from ..jobs.job import Job, make_job  # noqa: F401  (make_job re-exported: its old home)
+from ..market.market import Market
+from ..policies import make_policy
+from ..market.episodes import Episodes, stride_starts
+from .engine import RECORDED, SimSettings, SimulationResult, simulate
+from ..market.traces import is_json_trace, load_sky_spot_observations, load_tidy_observations, read_windows
 
 SEMANTICS = ("auto", "cant-be-late", "spotlab")
 

@@ -58,7 +58,7 @@ GPUs there and its prices carry over from its previous snapshot (before its firs
 so that a schedule never meets an undefined price; the GPUs say it cannot be rented.
 
 Snapshot gaps. Snapshots come every 29.6 min (median), with 35 gaps over 2 h (up to 5.6 h) that together
-span 138 h, 21% of the 658 h. The resampler of `spotlab.market` treats every observation as holding until
+span 138 h, 21% of the 658 h. The resampler of `spotlab.market.market` treats every observation as holding until
 the next, so on a slot grid of ``slot_hours`` availability is the minimum over the slot and prices the
 time-weighted mean; in a gap the last snapshot holds (``gaps="hold"``, default: the same rule as for every
 other trace, and the last thing seen is the best guess; it does flatter persistence forecasts). With
@@ -80,7 +80,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .errors import TraceError
+from ..errors import TraceError
 from .market import Market, Observations
 
 if TYPE_CHECKING:

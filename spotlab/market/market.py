@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .errors import TraceError
+from ..errors import TraceError
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -9,7 +9,7 @@ and in CI with neither, so a file is looked up in this order:
 3. a download cache (``$SPOTLAB_CACHE``, default ``pooch.os_cache("spotlab")``), filled from the public
    repositories at pinned commits (``$SPOTLAB_DATA_URL`` replaces ``https://raw.githubusercontent.com``).
 
-Every downloaded or rebuilt byte is checked against a sha256 from the registry (:mod:`spotlab.catalogue`);
+Every downloaded or rebuilt byte is checked against a sha256 from the registry (:mod:`spotlab.data.catalogue`);
 a mismatch is an error, never a silently different file.
 """
 
@@ -31,8 +31,8 @@ from pathlib import Path, PurePosixPath
 
 import pooch
 
-from spotlab.catalogue import CSV_HEADER, GITHUB_RAW, REGISTRY, SOURCE_DATASET, CountsRecipe, Entry, Source
-from spotlab.errors import DataNotFoundError
+from .catalogue import CSV_HEADER, GITHUB_RAW, REGISTRY, SOURCE_DATASET, CountsRecipe, Entry, Source
+from ..errors import DataNotFoundError
 
 __all__ = ["ENV_CACHE", "ENV_DATA", "ENV_URL", "cache_dir", "data_root", "dataset_path", "list_datasets"]
 
@@ -40,7 +40,7 @@ ENV_DATA = "SPOTLAB_DATA"
 ENV_CACHE = "SPOTLAB_CACHE"
 ENV_URL = "SPOTLAB_DATA_URL"
 
-_REPO_ROOT = Path(__file__).resolve().parent.parent
+_REPO_ROOT = Path(__file__).resolve().parents[2]
 _TIMEOUT_S = 60
 
 
@@ -163,7 +163,7 @@ def _from_cache(rel: str, where: _Where) -> Path:
     entry = REGISTRY.get(rel)
     if entry is None:
         close = difflib.get_close_matches(rel, list(REGISTRY), n=3)
-        hint = f" Did you mean: {', '.join(close)}?" if close else " See spotlab.data.list_datasets()."
+        hint = f" Did you mean: {', '.join(close)}?" if close else " See spotlab.data.locate.list_datasets()."
         raise _Unavailable(f"not in the download registry, so it cannot be fetched.{hint}")
     if entry.kind == "local":
         raise _Unavailable(f"not downloadable: {entry.reason}.")

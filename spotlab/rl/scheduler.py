@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ...errors import RLError
-from .base import Scheduler
+from ..errors import RLError
+from ..cluster.schedulers.base import Scheduler
 
 if TYPE_CHECKING:
-    from ..engine import Engine
+    from ..cluster.engine import Engine
 
 __all__ = ["RLAgent"]
 
@@ -42,13 +42,13 @@ class RLAgent(Scheduler):
 
     def _load(self) -> Any:
         if self._agent is None:
-            from ...rl.agent import load_agent
+            from .agent import load_agent
 
             self._agent = load_agent(self.model)
         return self._agent
 
     def schedule(self, engine: Engine) -> None:
-        from ...rl.decisions import Decider
+        from .decisions import Decider
 
         agent = self._load()
         if self._engine is not engine:

@@ -1,6 +1,6 @@
 """`spotlab configs` (prediction accuracy, recommendations) and `spotlab cluster` (the cluster experiment).
 
-Wired into the `spotlab` command line by `spotlab.cli`; errors are `SpotlabError`s, printed there as one line.
+Wired into the `spotlab` command line by `spotlab.cli.main`; errors are `SpotlabError`s, printed there as one line.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from ..cluster.registry import SCHEDULERS
 
 def _config_error(message: str) -> Exception:
     """A `ConfigError` (imported here: `space` loads pandas, which `spotlab --help` does not need)."""
-    from .space import ConfigError
+    from ..cotune.space import ConfigError
 
     return ConfigError(message)
 
@@ -108,11 +108,11 @@ def _kv(items: list[str]) -> dict[str, Any]:
 
 def cmd_configs(args: argparse.Namespace) -> int:
     from ..experiments.cotune_cluster import train_knowledge
-    from .predict import config_split, evaluate, learning_curve
-    from .recommend import Recommender
-    from .runs import generate_runs, load_runs
+    from ..cotune.config_models import config_split, evaluate, learning_curve
+    from ..cotune.recommend import Recommender
+    from ..cotune.run_history import generate_runs, load_runs
 
-    from ..parallel import Progress
+    from ..processes import Progress
 
     if args.n_runs < 20:
         raise _config_error(f"--n-runs must be >= 20 (got {args.n_runs})")
@@ -173,8 +173,8 @@ def cmd_configs(args: argparse.Namespace) -> int:
 def cmd_cluster(args: argparse.Namespace) -> int:
     from ..cluster.state import Cluster
     from ..experiments.cotune_cluster import Settings, compare, train_knowledge
-    from .jobs import fine_tune_jobs, offered_load, scaled, time_scale_for_load
-    from .runs import load_runs
+    from ..cotune.jobs import fine_tune_jobs, offered_load, scaled, time_scale_for_load
+    from ..cotune.run_history import load_runs
     from ..cluster.alibaba_philly_workload import trace_workload
 
     if args.results and Path(args.results).is_dir():

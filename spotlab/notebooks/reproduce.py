@@ -1,4 +1,4 @@
-"""Execute every notebook with papermill: `python -m spotlab.reproduce` (what `make reproduce` runs).
+"""Execute every notebook with papermill: `python -m spotlab.notebooks.reproduce` (what `make reproduce` runs).
 
 Notebooks live in `notebooks/` as jupytext percent files (diff-friendly, no outputs). Each is
 converted to an .ipynb in `build/notebooks/`, executed by papermill into `build/executed/` with the
@@ -18,7 +18,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-from .notebook_exec import ROOT, error_line, kernel_manager_logging_to
+from .execute import ROOT, error_line, kernel_manager_logging_to
 
 
 def notebook_sources(folder: Path) -> list[Path]:
@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                     help="progress bars on stderr (default: when stderr is a terminal)")
     args = ap.parse_args(argv)
-    from .parallel import quiet_exit_stderr, stop_children, stop_on_sigterm
+    from ..processes import quiet_exit_stderr, stop_children, stop_on_sigterm
 
     stop_on_sigterm()
     try:

@@ -1,6 +1,6 @@
 """`spotlab rl train` and `spotlab rl evaluate`: the learning scheduler from the command line.
 
-Wired into `spotlab.cli`; building the parser imports nothing but argparse (every `spotlab` call builds it), and
+Wired into `spotlab.cli.main`; building the parser imports nothing but argparse (every `spotlab` call builds it), and
 the handlers import the library (torch among it) only when they run. Errors are `SpotlabError`s, printed there
 as one line.
 """
@@ -99,8 +99,8 @@ def _check_preset(name: str) -> None:
 
 def cmd_train(args: argparse.Namespace) -> int:
     from ..errors import RLError
-    from .train import TrainSettings, train
-    from .workload import Workload
+    from ..rl.train import TrainSettings, train
+    from ..rl.workload import Workload
 
     _check_preset(args.preset)
     if args.seed < 0 or args.workload_seed < 0:
@@ -139,8 +139,8 @@ def _progress(args: argparse.Namespace) -> bool:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from .evaluate import METRICS, evaluate
-    from .train import load_settings
+    from ..rl.evaluate import METRICS, evaluate
+    from ..rl.train import load_settings
 
     load_settings(args.model)  # a missing model folder fails before any data is read
     _check_preset(args.preset)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pyomo.opt import SolverFactory, SolverResults, SolverStatus, TerminationCondition
 
-from .matrix import compile_model, glp, solve_glpk
+from ..matrix import compile_model, glp, solve_glpk
 
 _TERMINATION = {
     "optimal": TerminationCondition.optimal,

@@ -11,9 +11,9 @@ Units
 -----
 - Raw throughput: **tokens per second** summed over all GPUs (`profile(...)["throughput"]`, `LinearFit.alpha/beta`
   when fitted to a profile; a measured CSV keeps whatever unit it is in).
-- Job model (`spotlab.job`): work is counted in "what one GPU does in one hour", so the job's throughput is
+- Job model (`spotlab.jobs.job`): work is counted in "what one GPU does in one hour", so the job's throughput is
   the raw throughput divided by the single-GPU throughput `H_raw(1)`: `H(1) ~ 1` and `H(n)` is the speed-up
-  in **one-GPU-hours of work per hour**. `LinearFit.throughput()` returns that `spotlab.job.Throughput`
+  in **one-GPU-hours of work per hour**. `LinearFit.throughput()` returns that `spotlab.jobs.job.Throughput`
   (`unit_rate` = the raw single-GPU throughput it divides by; pass another GPU's rate to count work in that
   GPU's hours instead).
 
@@ -83,7 +83,7 @@ from typing import Iterable, Mapping
 import numpy as np
 import pandas as pd
 
-from .errors import ProfileError
+from ..errors import ProfileError
 from .job import Throughput
 
 __all__ = [

@@ -9,7 +9,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .errors import TraceError
+from ..errors import TraceError
 from .market import Market
 
 

@@ -23,13 +23,12 @@ from typing import TYPE_CHECKING, Collection, Literal, Sequence
 
 import numpy as np
 
-from .errors import ArgumentError, TraceError
-from .job import Job
-from .episodes import Episodes  # noqa: F401  (re-exported: its old home)
-from .market import Market
-from .policies.base import (  # noqa: F401  (the policy interface, re-exported for old import paths)
-    EPS, Context, Observation, Policy, ceil_slots, check_action, deadline_pressure, floor_slots,
-    not_worth_finishing)
+from ..errors import ArgumentError, TraceError
+from ..jobs.job import Job
+from ..market.episodes import Episodes  # noqa: F401  (re-exported: its old home)
+from ..market.market import Market
+from ..policies.base import (EPS, Context, Observation, Policy, ceil_slots, check_action, deadline_pressure,
+    floor_slots, not_worth_finishing)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -291,14 +290,14 @@ def _check_arguments(policy, market, job, settings) -> None:
                             f"got {type(policy).__name__}")
     if isinstance(market, (str, bytes)) or hasattr(market, "__fspath__"):
         raise ArgumentError(f"simulate: market must be a Market, Episodes or a list of Markets, not the path "
-                            f"{str(market)!r}; load it first with spotlab.traces.load_trace(path)")
+                            f"{str(market)!r}; load it first with spotlab.market.traces.load_trace(path)")
     if not isinstance(market, (Market, Episodes)):
         items = list(market) if isinstance(market, (list, tuple)) else None
         if not items or not all(isinstance(m, Market) for m in items):
             raise ArgumentError(f"simulate: market must be a Market, Episodes or a non-empty list of Markets, "
                                 f"got {type(market).__name__}")
     if not isinstance(job, Job):
-        raise ArgumentError(f"simulate: job must be a Job (e.g. spotlab.runs.make_job(work_hours=..., "
+        raise ArgumentError(f"simulate: job must be a Job (e.g. spotlab.simulation.runs.make_job(work_hours=..., "
                             f"deadline_hours=...)), got {type(job).__name__}")
     if settings is not None and not isinstance(settings, SimSettings):
         raise ArgumentError(f"simulate: settings must be a SimSettings or None, got {type(settings).__name__}")

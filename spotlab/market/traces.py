@@ -8,7 +8,7 @@
   say which (`convention="preempted"` or `"available"`): the two cannot be told apart for 0/1 data.
 - Windows CSV (`window, start_tick, end_tick`): slices `[start, end)` of a JSON trace.
 - Marketplace JSONL (`.jsonl` / `.jsonl.gz`, one snapshot per line with `timestamp, price_stats,
-  availability, by_provider, by_config`): recognised from its first line and read by `spotlab.marketplace`
+  availability, by_provider, by_config`): recognised from its first line and read by `spotlab.market.marketplace`
   (zone = a provider or "all"). It is a zone-structured trace like the tidy CSV, so `tidy_zones` and
   `load_tidy_observations` accept it too (the CLI and notebooks reach it through them).
 """
@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .errors import TraceError
+from ..errors import TraceError
 from .market import Market, Observations
 from .marketplace import is_marketplace_file, load_marketplace_observations, marketplace_zones, read_trace_text
 
@@ -140,7 +140,7 @@ def _zone_frame(df: pd.DataFrame, path: Path, zone: str | None) -> tuple[str, pd
 
 def load_tidy_observations(path: str | Path, zone: str | None = None) -> Observations:
     """Raw observations of one zone of a tidy CSV (times kept as recorded), or of a marketplace JSONL file
-    (default mapping of `spotlab.marketplace`; zone None = "all")."""
+    (default mapping of `spotlab.market.marketplace`; zone None = "all")."""
     path = Path(path)
     if is_marketplace_file(path):
         return load_marketplace_observations(path, zone)
