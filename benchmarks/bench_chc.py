@@ -31,8 +31,10 @@ import time
 
 import numpy as np
 
-from spotlab.experiments.setups import JobSpec, job_episodes, load_market
-from spotlab.policies import make_policy
+from spotlab.experiments.setups import JobSpec
+from spotlab.market.load import load_market
+from spotlab.market.windows import cut_windows
+from spotlab.policies.registry import make_policy
 from spotlab.simulation.engine import simulate
 
 METHODS = (("dp", "auto"), ("milp", "milp"))  # (label, CHC's method): the new default first
@@ -41,7 +43,7 @@ METHODS = (("dp", "auto"), ("milp", "milp"))  # (label, CHC's method): the new d
 def run(market_key: str, jobs: int | None, predictor: str) -> dict:
     market = load_market(market_key, 1.0)
     job = JobSpec().job(market)
-    episodes = job_episodes(market, job, stride_hours=job.hard_deadline_h, max_jobs=jobs)
+    episodes = cut_windows(market, horizon_hours=job.hard_deadline_h, stride_hours=job.hard_deadline_h, max_jobs=jobs)
     out = {"market": market_key, "jobs": episodes.n}
     for label, method in METHODS:
         policy = make_policy("chc", {"method": method, "predictor": predictor})

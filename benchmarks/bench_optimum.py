@@ -25,22 +25,28 @@ import numpy as np
 from spotlab.data.locate import dataset_path
 from spotlab.experiments.published import CANT_BE_LATE_MEAN_COST
 from spotlab.jobs.job import Job, Throughput
-from spotlab.optimum import OptimumProblem
 from spotlab.optimum.dp import FixedCountDP, exact_dp
-from spotlab.policies import make_policy
-from spotlab.simulation.runs import load_episodes, make_job, settings_for
-from spotlab.simulation.engine import SimSettings, horizon_slots, simulate
-from spotlab.market.traces import load_tidy_csv
+from spotlab.optimum.solve import OptimumProblem
+from spotlab.policies.registry import make_policy
+
+pass
+pass
+from spotlab.jobs.job import make_job
+from spotlab.market.load import load_market
+from spotlab.market.windows import cut_windows
+from spotlab.policies.semantics import semantics_for
+from spotlab.simulation.engine import simulate
+from spotlab.simulation.settings import SimSettings
+from spotlab.simulation.slots import horizon_slots
 
 CBL = "sky_spot_traces/adrs-cant-be-late-traces/"
 PUBLISHED_OMNISCIENT_52H = CANT_BE_LATE_MEAN_COST[(52, "optimal")]
 
 
 def cant_be_late(milp_windows: int) -> None:
-    loaded = load_episodes(dataset_path(CBL + "ping_based__us-west-2a_v100_1.json"),
-                           dataset_path(CBL + "random_start__us-west-2a_v100_1__windows.csv"),
-                           spot_price=0.9731, od_price=3.06)
-    ep, settings = loaded.episodes, settings_for("auto", loaded.kind)
+    market = load_market(dataset_path(CBL + "ping_based__us-west-2a_v100_1.json"), spot_price=0.9731, od_price=3.06)
+    ep = cut_windows(market, windows=dataset_path(CBL + "random_start__us-west-2a_v100_1__windows.csv"))
+    settings = semantics_for(market)
     job = make_job(48, 52, overhead_hours=0.1)
     H = horizon_slots(job, ep.slot_hours)
     args = (ep.avail[:, :H], ep.spot_price[:, :H], ep.od_price[:, :H])
@@ -75,16 +81,16 @@ def cant_be_late(milp_windows: int) -> None:
 
 
 def instances(sizes, hourly: bool):
-    v100 = load_episodes(dataset_path(CBL + "ping_based__us-west-2a_v100_1.json"),
-                         spot_price=0.9731, od_price=3.06).market.window(684, 1781)
-    h100 = load_tidy_csv(dataset_path("markets/gcp_h100_probes.csv.gz"), zone="us-central1-a", slot_hours=1 / 6)
+    v100 = load_market(dataset_path(CBL + "ping_based__us-west-2a_v100_1.json"),
+                       spot_price=0.9731, od_price=3.06).window(684, 1781)
+    h100 = load_market(dataset_path("markets/gcp_h100_probes.csv.gz"), zone="us-central1-a", slot_hours=1 / 6)
     for T in sizes:
         dt = v100.slot_hours
         job = Job(work=0.85 * T * dt, deadline_h=T * dt, overhead_h=0.1)
         yield f"V100 single instance, {T} slots", job, v100.window(0, T)
     markets = [(h100, T, "10-min") for T in sizes]
     if hourly:
-        hourly_mk = load_tidy_csv(dataset_path("markets/gcp_h100_probes.csv.gz"), zone="us-central1-a", slot_hours=1.0)
+        hourly_mk = load_market(dataset_path("markets/gcp_h100_probes.csv.gz"), zone="us-central1-a", slot_hours=1.0)
         markets.append((hourly_mk, 168, "hourly"))
     for mk, T, label in markets:
         hard = T * mk.slot_hours

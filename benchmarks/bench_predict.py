@@ -18,9 +18,9 @@ import warnings
 import numpy as np
 
 from spotlab.data.locate import dataset_path
-from spotlab.predict import MODELS, make_predictor
+from spotlab.market.load import load_market
 from spotlab.predict.evaluate import rolling_origin
-from spotlab.market.traces import load_tidy_csv
+from spotlab.predict.registry import MODELS, make_predictor
 
 SLOT_H = 1 / 6
 DAYS, TRAIN, EVERY = 14, 1008, 144
@@ -68,7 +68,7 @@ def reuse_ratios(y: np.ndarray, name: str) -> dict[str, float]:
 
 
 def main() -> None:
-    market = load_tidy_csv(dataset_path("markets/gcp_h100_probes.csv.gz"), "us-central1-a", SLOT_H)
+    market = load_market(dataset_path("markets/gcp_h100_probes.csv.gz"), zone="us-central1-a", slot_hours=SLOT_H)
     market = market.window(0, DAYS * 144)
     y = market.avail.astype(float)
     print(f"{market.name}: {len(market)} slots of 10 min; train {TRAIN} slots, refit every {EVERY}, "

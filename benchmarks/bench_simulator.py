@@ -158,13 +158,16 @@ def _lockstep_vs_one_by_one(trace: str, windows: str) -> None:
     import numpy as np
 
     from spotlab.jobs.job import Job
-    from spotlab.policies import make_policy
-    from spotlab.simulation.runs import load_episodes
-    from spotlab.simulation.engine import SimSettings, simulate
+    from spotlab.market.load import load_market
+    from spotlab.market.windows import cut_windows
+    from spotlab.policies.registry import make_policy
+    from spotlab.simulation.engine import simulate
+    from spotlab.simulation.settings import SimSettings
 
     np.seterr(all="ignore")
-    loaded = load_episodes(trace, windows, spot_price=SPOT_PRICE, od_price=OD_PRICE)
-    ep, market = loaded.episodes, loaded.market
+    market = load_market(trace, spot_price=SPOT_PRICE, od_price=OD_PRICE)
+    loaded = cut_windows(market, windows=windows)
+    ep = loaded
     job = Job.from_gpu_hours(WORK_H, DEADLINE_H, overhead_h=OVERHEAD_H)
     cbl = SimSettings.cant_be_late()
     for name in ("greedy", "uniform_progress"):

@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from spotlab.notebooks.reproduce import ROOT
+from spotlab.notebooks.execute import ROOT
 from spotlab.notebooks.sweep import run_sweep
 
 TINY = '''# %% tags=["parameters"]

@@ -42,7 +42,7 @@ from IPython.display import display
 from spotlab.data.locate import dataset_path
 from spotlab.experiments import figures as figs
 from spotlab.experiments import market_stats as mk
-from spotlab.market.traces import tidy_zones
+from spotlab.market.load import trace_zones
 from spotlab.experiments.outputs import SPOT_MARKETS as OUT
 
 sns.set_theme(style="whitegrid", context="notebook")
@@ -60,7 +60,7 @@ by_dataset = figs.by_dataset
 files = mk.MARKET_FILES
 markets: dict[str, dict] = {}
 for key, f in files.items():
-    zones = tidy_zones(dataset_path(f.relpath))[:quick_zones] if quick else None
+    zones = trace_zones(dataset_path(f.relpath))[:quick_zones] if quick else None
     markets[key] = mk.load_all_zones(f.relpath, slot_hours, zones=zones, max_hours=quick_hours if quick else None)
 
 summary = by_dataset(mk.zone_summary, markets)

@@ -62,7 +62,7 @@ import seaborn as sns
 from IPython.display import display
 from joblib import Parallel, delayed
 
-from spotlab.cluster import Cluster
+from spotlab.cluster.state import Cluster
 from spotlab.experiments.cotune_cluster import Settings, compare, sensitivity, train_knowledge
 from spotlab.cotune.jobs import fine_tune_jobs, offered_load, scaled, time_scale_for_load
 from spotlab.cluster.alibaba_philly_workload import trace_workload

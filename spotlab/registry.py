@@ -9,7 +9,7 @@ import inspect
 from typing import Any, Mapping
 
 from .errors import SpotlabError
-from .params import Params, init_parameters  # noqa: F401  (re-exported: their old home)
+from .params import init_parameters
 
 
 def load_class(registry: Mapping[str, str], name: str, kind: str, error: type[SpotlabError]) -> type:

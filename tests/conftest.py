@@ -61,8 +61,8 @@ def spell_gap_episodes():
     """One Can't Be Late-like window (10-min ticks, $0.9731 spot, $3.06 on demand, 52 h): a week's past of 5-h
     spot spells, then 12 h without spot, then 2-h spells with 1-h gaps. The case where a policy that waits into
     the deadline guard's margin is held on on-demand through the spells that come."""
+    from spotlab.market.episodes import Episodes
     from spotlab.market.market import Market
-    from spotlab.simulation.engine import Episodes
 
     past = np.tile(np.r_[np.ones(30), np.zeros(30)], 17)[:1008]
     future = np.r_[np.zeros(72), np.tile(np.r_[np.ones(12), np.zeros(6)], 20)][:360]

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from spotlab.notebooks.reproduce import ROOT
+from spotlab.notebooks.execute import ROOT
 
 NOTEBOOK = "notebooks/00_throughput_profiles.py"
 SETTINGS = ROOT / "jupyterlab-settings" / "overrides.json"

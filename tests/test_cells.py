@@ -17,8 +17,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spotlab.errors import SpotlabError
-from spotlab.experiments.cells import Cell, ExperimentError, Table, cell_key, run
+from spotlab.errors import ExperimentError, SpotlabError
+from spotlab.experiments.cells import Cell, Table, cell_key, run
 from spotlab.processes import descendants
 
 

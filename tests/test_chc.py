@@ -9,15 +9,18 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from spotlab.errors import PolicyError, SolverError
 from spotlab.jobs.job import Job, Throughput
+from spotlab.market.episodes import Episodes
+from spotlab.market.synthetic import synthetic_market
 from spotlab.optimum.solve import solve_optimum
 from spotlab.optimum.window import TailForecast, WindowProblem, WindowState
-from spotlab.policies import make_policy
-from spotlab.simulation.engine import Episodes, SimSettings, simulate
-from spotlab.market.synthetic import synthetic_market
+from spotlab.policies.registry import make_policy
+from spotlab.simulation.engine import simulate
+from spotlab.simulation.settings import SimSettings
 
 
 def small_job(**kw) -> Job:

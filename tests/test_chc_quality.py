@@ -20,14 +20,18 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from spotlab.jobs.job import Job, Throughput
+from spotlab.market.episodes import Episodes
 from spotlab.market.market import Market
-from spotlab.policies import make_policy
-from spotlab.policies.safety_net import SafetyNet
-from spotlab.simulation.engine import Episodes, SimSettings, horizon_slots, simulate
 from spotlab.market.synthetic import synthetic_market
+from spotlab.policies.registry import make_policy
+from spotlab.policies.safety_net import SafetyNet
+from spotlab.simulation.engine import simulate
+from spotlab.simulation.settings import SimSettings
+from spotlab.simulation.slots import horizon_slots
 
 OD = 3.0
 
@@ -429,7 +433,8 @@ def test_the_tail_leaves_the_nets_margin_alone(spell_gap_episodes):
     spells, then 12 h without spot and 2-h spells: a tail that counted that slack as its own idled into it and was
     held on on-demand through the spells that came (132.90 $, uniform progress 131.48); leaving the margin out,
     126.27. The tail here is the past's (the oracle's own sees the spells coming: 101.45)."""
-    from spotlab.simulation.runs import Semantics, make_job
+    from spotlab.jobs.job import make_job
+    from spotlab.policies.semantics import Semantics
 
     ep = spell_gap_episodes
     job = make_job(48, 52, overhead_hours=0.1)
@@ -445,7 +450,8 @@ def test_the_oracles_tail_sees_past_the_window(spell_gap_episodes):
     forecast of its own slots, not the past's average. On the Can't Be Late run above (a past of 5-h spells, then
     12 h without spot and 2-h spells; a 2-h window) the past's tail idles into the drought and pays 126.27 $; the
     oracle's tail knows the spells are short and pays 101.45, 2.3% above the optimum's 99.20."""
-    from spotlab.simulation.runs import Semantics, make_job
+    from spotlab.jobs.job import make_job
+    from spotlab.policies.semantics import Semantics
 
     ep = spell_gap_episodes
     job = make_job(48, 52, overhead_hours=0.1)

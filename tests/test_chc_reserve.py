@@ -15,11 +15,12 @@ import pytest
 
 from spotlab.errors import SolverError
 from spotlab.jobs.job import Job, Throughput
+from spotlab.market.episodes import Episodes
 from spotlab.market.market import Market
 from spotlab.optimum.window import WindowProblem, WindowState
-from spotlab.policies import make_policy
 from spotlab.policies.chc import restart_share
-from spotlab.simulation.engine import Episodes, simulate
+from spotlab.policies.registry import make_policy
+from spotlab.simulation.engine import simulate
 
 HISTORY, SLOTS = 168, 48
 

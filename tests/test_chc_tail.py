@@ -10,16 +10,22 @@ What the tail does for CHC on markets of day-long regimes is in `test_chc_qualit
 from __future__ import annotations
 
 import dataclasses
-
 import itertools
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from spotlab.jobs.job import Job, Throughput
 from spotlab.errors import SolverError
-from spotlab.optimum.window import TailForecast, WindowProblem, WindowState, _take_from_end, work_segments
+from spotlab.jobs.job import Job, Throughput
+from spotlab.optimum.window import (
+    TailForecast,
+    WindowProblem,
+    WindowState,
+    _take_from_end,
+    work_segments,
+)
 from spotlab.policies.chc import restart_share, restart_slots
 from spotlab.predict.reversion import lag_slopes
 
@@ -112,9 +118,11 @@ def test_restart_share_is_one_minus_the_overhead_per_spot_hour(levels, dt, d1, d
 
 def _tail_after(avail: np.ndarray, job: Job, w: int = 4):
     """CHC's tail at the job's first slot on a market repeating `avail` (a week of it as the job's past)."""
+    from spotlab.market.episodes import Episodes
     from spotlab.market.market import Market
     from spotlab.policies.chc import CHC
-    from spotlab.simulation.engine import Episodes, horizon_slots, simulate
+    from spotlab.simulation.engine import simulate
+    from spotlab.simulation.slots import horizon_slots
 
     hours = 168 + horizon_slots(job, 1.0)
     a = np.resize(avail, hours).astype(np.int64)
@@ -145,9 +153,11 @@ def test_the_oracles_tail_counts_restarts_in_the_blocks_where_they_fall():
     """The oracle's tail reads its own slots: where the forecast flickers (spot one hour in two) each block loses
     the overhead of the restarts in it, where it is steady nothing. The past's tail, an average, spreads the same
     kind of loss over every block. Prices are the forecast's in each block."""
+    from spotlab.market.episodes import Episodes
     from spotlab.market.market import Market
     from spotlab.policies.chc import CHC
-    from spotlab.simulation.engine import Episodes, horizon_slots, simulate
+    from spotlab.simulation.engine import simulate
+    from spotlab.simulation.slots import horizon_slots
 
     job = Job(work=150.0, deadline_h=30.0, hard_deadline_h=40.0, n_min=2, n_max=8,
               throughput=Throughput(1.0, 0.5), value=900.0, overhead_h=0.25)

@@ -11,8 +11,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from spotlab.notebooks import claims, reproduce
 from spotlab.experiments import outputs
+from spotlab.notebooks import claims, reproduce
 
 
 def _fits(path, r2=0.9999):

@@ -8,6 +8,8 @@ import sys
 
 import pytest
 
+from spotlab.market.load import load_market
+
 
 def run(*args, check=True):
     p = subprocess.run([sys.executable, "-m", "spotlab", *map(str, args)], capture_output=True, text=True, timeout=600)
@@ -149,7 +151,7 @@ def test_seed_and_param_seed_are_one_seed(cbl_args):
 
 @pytest.mark.parametrize("extra, message", [
     (["--spot-price", "1e308"], "at most 1e+09"),
-    (["--zone", "us-west-2a"], "--zone applies to tidy CSVs"),
+    (["--zone", "us-west-2a"], "applies to tidy CSVs"),
     (["--gpus", 2, "--gpus-max", 4], "not both"),
     (["--throughput-alpha", 0, "--throughput-beta", -1], "must be > 0"),
     (["--per-run", "/tmp"], "is a folder"),
@@ -168,7 +170,7 @@ def test_weak_inputs_are_one_line_errors(cbl_args, extra, message):
 @pytest.mark.parametrize("content, message", [
     ("time,cloud,zone,gpu,requested,available,spot_price,on_demand_price\n"
      "2024-01-01T00:00:00Z,gcp,z,h100,8,4,1.0,3.0\n2024-01-01T01:00:00Z,gcp,z,h100,8,4,inf,3.0\n", "line 3"),
-    ("[0, 1, 0, 1]\n", "this is JSON"),
+    ("[0, 1, 0, 1]\n", "a sky_spot trace is a JSON object"),
 ])
 def test_weak_trace_files(tmp_path, content, message):
     p = tmp_path / "trace.csv"
@@ -180,15 +182,15 @@ def test_weak_trace_files(tmp_path, content, message):
 
 def test_python_api_misuse_is_a_clear_type_error(dataset):
     from spotlab.errors import SpotlabError
-    from spotlab.policies import make_policy
-    from spotlab.simulation.runs import make_job
+    from spotlab.jobs.job import make_job
+    from spotlab.policies.registry import make_policy
     from spotlab.simulation.engine import simulate
-    from spotlab.market.traces import load_trace
+    pass
 
-    market = load_trace(dataset("markets/gcp_h100_probes.csv.gz"), zone="us-central1-a", slot_hours=1)
+    market = load_market(dataset("markets/gcp_h100_probes.csv.gz"), zone="us-central1-a", slot_hours=1)
     job = make_job(work_hours=4, deadline_hours=8)
     for args, message in [(("greedy", market, job), "make_policy('greedy')"),
-                          ((make_policy("greedy"), "trace.csv", job), "load_trace"),
+                          ((make_policy("greedy"), "trace.csv", job), "load_market"),
                           ((make_policy("greedy"), market, None), "job must be a Job")]:
         with pytest.raises(TypeError, match=__import__("re").escape(message)) as info:
             simulate(*args)

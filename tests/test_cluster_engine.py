@@ -14,23 +14,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spotlab.cluster import (
+from spotlab.cluster.engine import Engine, simulate
+from spotlab.cluster.placement.base import Placement
+from spotlab.cluster.registry import (
     PLACEMENTS,
     SCHEDULERS,
-    Cluster,
-    ClusterError,
-    Engine,
-    NodePool,
-    Option,
-    SimJob,
     make_placement,
     make_scheduler,
-    simulate,
 )
-from spotlab.cluster.placement.base import Placement
 from spotlab.cluster.schedulers.base import Scheduler
+from spotlab.cluster.state import Cluster, NodePool, Option, SimJob
+from spotlab.errors import ClusterError, SpotlabError
 from spotlab.errors import ClusterError as ErrorsClusterError
-from spotlab.errors import SpotlabError
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -265,7 +260,9 @@ def test_a_new_scheduler_is_one_class_and_one_registry_line(monkeypatch):
     assert res.policy == "example_smallest"
     fifo = simulate(Cluster.parse("A:1x4"), jobs, "fifo")
     assert dict(zip(fifo.jobs["job_id"], fifo.jobs["start_s"], strict=True)) == {0: 0.0, 1: 100.0, 2: 200.0, 3: 200.0}
-    from spotlab.cli.cotune import SCHEDULERS as cli_choices  # the command line offers it too
+    from spotlab.cluster.registry import (
+        SCHEDULERS as cli_choices,  # the command line offers it too
+    )
 
     assert "example_smallest" in cli_choices
 
@@ -319,7 +316,7 @@ def test_bad_names_and_arguments_give_one_line_errors(call, message):
 
 
 def test_one_error_class_under_every_import_path():
-    from spotlab.cluster.state import ClusterError as state_error
+    from spotlab.errors import ClusterError as state_error
 
     assert ClusterError is ErrorsClusterError is state_error and issubclass(ClusterError, SpotlabError)
 

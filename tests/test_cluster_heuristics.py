@@ -11,10 +11,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from spotlab.cluster import Cluster, Engine, Option, SimJob, make_placement, make_scheduler, simulate
 from spotlab.cluster import metrics
-from spotlab.cluster.registry import SCHEDULERS
+from spotlab.cluster.engine import Engine, simulate
+from spotlab.cluster.registry import SCHEDULERS, make_placement, make_scheduler
 from spotlab.cluster.schedulers.f1 import f1_score
+from spotlab.cluster.state import Cluster, Option, SimJob
 from spotlab.cluster.trace_jobs import trace_jobs
 from spotlab.errors import ClusterError, JobTableError, SpotlabError
 

@@ -8,13 +8,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from spotlab.cluster import Cluster, Option, SimJob, make_placement, simulate
+from spotlab.cluster.engine import simulate
 from spotlab.cluster.placement.best_fit import BestFit
-from spotlab.cluster.placement.candidates import candidate_allocations, fewest_nodes, fits_compactly
+from spotlab.cluster.placement.candidates import (
+    candidate_allocations,
+    fewest_nodes,
+    fits_compactly,
+)
 from spotlab.cluster.placement.milp import PlacementMilp
 from spotlab.cluster.placement.score import TIE, PlacementProblem, Weights, next_demand
-from spotlab.cluster.registry import PLACEMENTS
-from spotlab.cluster.state import ClusterState
+from spotlab.cluster.registry import PLACEMENTS, make_placement
+from spotlab.cluster.state import Cluster, ClusterState, Option, SimJob
 
 
 @st.composite

@@ -9,9 +9,12 @@ import pytest
 from spotlab.errors import PolicyError, TraceError
 from spotlab.experiments import comparison as cmp
 from spotlab.experiments import setups
-from spotlab.policies import make_policy
-from spotlab.simulation.engine import SimSettings, simulate
+from spotlab.market.load import load_market
 from spotlab.market.synthetic import synthetic_market
+from spotlab.market.windows import cut_windows
+from spotlab.policies.registry import make_policy
+from spotlab.simulation.engine import simulate
+from spotlab.simulation.settings import SimSettings
 
 POOL = [("prediction_free", {"theta": 0.4, "sigma": 0.8}), ("prediction_free", {"theta": 1.0, "sigma": 1.0}),
         ("prediction_free", {"theta": 0.2, "sigma": 0.6})]
@@ -32,7 +35,7 @@ def cheap_methods():
 
 
 def test_selection_run_structure(market):
-    frame, s = cmp.selection_run(market, SPEC, pool=POOL, stride_hours=2.0, max_jobs=30)
+    frame, s = cmp.selection_run(market, SPEC, pool=POOL, stride_hours=2.0, max_jobs=30, skip_hours=0)
     assert len(frame) == s["rounds"] == 30
     names = list(s["final_weights"])
     assert len(names) == 3
@@ -52,7 +55,7 @@ def test_selection_run_structure(market):
 def test_regret_slope_is_the_loglog_fit(market):
     from spotlab.policies.hedge import loglog_slope
 
-    frame, s = cmp.selection_run(market, SPEC, pool=POOL, stride_hours=2.0, max_jobs=30, slope_start=1)
+    frame, s = cmp.selection_run(market, SPEC, pool=POOL, stride_hours=2.0, max_jobs=30, slope_start=1, skip_hours=0)
     try:
         want = loglog_slope(frame["round"], frame["regret"], start=1)
     except PolicyError:
@@ -63,10 +66,10 @@ def test_regret_slope_is_the_loglog_fit(market):
 
 def test_ablation_matches_select_with_that_algorithm(market):
     """AdaHedge, Hedge and EXP3 computed from the FlipFlop replay are what select(algorithm=...) itself does."""
-    frame, summ = cmp.selection_runs(market, SPEC, pool=POOL, stride_hours=3.0, max_jobs=12, seed=2)
+    frame, summ = cmp.selection_runs(market, SPEC, pool=POOL, stride_hours=3.0, max_jobs=12, seed=2, skip_hours=0)
     assert list(summ["algorithm"]) == list(cmp.ALGORITHMS) and cmp.ALGORITHMS[0] == "flipflop"
     job = SPEC.job(market)
-    ep = setups.job_episodes(market, job, stride_hours=3.0, max_jobs=12)
+    ep = cut_windows(market, horizon_hours=job.hard_deadline_h, stride_hours=3.0, max_jobs=12, skip_hours=0)
     for algo in ("adahedge", "hedge", "exp3"):
         pol = make_policy("select", {"pool": POOL, "algorithm": algo})
         res = simulate(pol, ep, job, SimSettings(), 2)
@@ -78,7 +81,7 @@ def test_ablation_matches_select_with_that_algorithm(market):
     long = synthetic_market(24 * 9, slot_hours=1.0, requested=4, od_price=3.0, regime="volatile", seed=3)
     frame, summ = cmp.selection_runs(long, SPEC, pool=POOL, algorithms=["flipflop", "flipflop-cold"],
                                      stride_hours=3.0, max_jobs=12, seed=2)
-    ep = setups.job_episodes(long, job, stride_hours=3.0, max_jobs=12)
+    ep = cut_windows(long, horizon_hours=job.hard_deadline_h, stride_hours=3.0, max_jobs=12)
     warm = make_policy("select", {"pool": POOL})
     simulate(warm, ep, job, SimSettings(), 2)
     assert warm.report()["warmup_rounds"] > 40
@@ -90,24 +93,24 @@ def test_ablation_matches_select_with_that_algorithm(market):
     assert np.array_equal(cold["chosen"].to_numpy(), pol.run_.chosen)
     assert summ.set_index("algorithm").loc["flipflop-cold", "regret"] == pytest.approx(pol.report()["regret"])
     with pytest.raises(PolicyError, match="unknown selection algorithm 'hedge-warm'"):
-        cmp.selection_runs(market, SPEC, pool=POOL, algorithms=["hedge-warm"], max_jobs=3)
+        cmp.selection_runs(market, SPEC, pool=POOL, algorithms=["hedge-warm"], max_jobs=3, skip_hours=0)
 
 
 def test_selection_bad_inputs(market):
     with pytest.raises(PolicyError, match="algorithm"):
-        cmp.selection_run(market, SPEC, pool=POOL, algorithm="ucb", max_jobs=3)
+        cmp.selection_run(market, SPEC, pool=POOL, algorithm="ucb", max_jobs=3, skip_hours=0)
     with pytest.raises(PolicyError, match="pool"):
-        cmp.selection_run(market, SPEC, pool="nope", max_jobs=3)
+        cmp.selection_run(market, SPEC, pool="nope", max_jobs=3, skip_hours=0)
     with pytest.raises(TraceError, match="unknown market"):
         cmp.selection_run("mars", SPEC, pool=POOL, max_jobs=3)
     with pytest.raises(TraceError, match="stride_hours"):
-        cmp.selection_run(market, SPEC, pool=POOL, stride_hours=0, max_jobs=3)
+        cmp.selection_run(market, SPEC, pool=POOL, stride_hours=0, max_jobs=3, skip_hours=0)
     with pytest.raises(TraceError, match="max_jobs"):
-        cmp.selection_run(market, SPEC, pool=POOL, max_jobs=0)
+        cmp.selection_run(market, SPEC, pool=POOL, max_jobs=0, skip_hours=0)
     with pytest.raises(TraceError, match="JobSpec"):
-        cmp.selection_run(market, {"deadline_h": 8}, pool=POOL, max_jobs=3)
+        cmp.selection_run(market, {"deadline_h": 8}, pool=POOL, max_jobs=3, skip_hours=0)
     with pytest.raises(PolicyError, match="seed"):
-        cmp.selection_run(market, SPEC, pool=POOL, max_jobs=3, seed=-1)
+        cmp.selection_run(market, SPEC, pool=POOL, max_jobs=3, seed=-1, skip_hours=0)
 
 
 # ------------------------------------------------------------------------------------ main comparison
@@ -124,7 +127,7 @@ def test_main_comparison_structure_and_resume(market, tmp_path, monkeypatch):
     monkeypatch.setattr(setups, "simulate", counting)
     other = synthetic_market(24 * 4, slot_hours=1.0, requested=4, od_price=3.0, regime="calm", seed=1)
     mk = {"vol": market, "calm": other}
-    res = cmp.main_comparison(mk, SPEC, cheap_methods(), stride_hours=4.0, max_jobs=4, seed=5, out_dir=tmp_path)
+    res = cmp.main_comparison(mk, SPEC, cheap_methods(), stride_hours=4.0, max_jobs=4, seed=5, out_dir=tmp_path, skip_hours=0)
     assert len(calls) == 10 and len(res.computed) == 10
     assert set(res.jobs.columns) >= {"market", "method", "job", "utility", "cost", "completion_h", "seed",
                                      "setup_key", "role"}
@@ -144,16 +147,16 @@ def test_main_comparison_structure_and_resume(market, tmp_path, monkeypatch):
 
     # resume: nothing recomputed, same numbers
     calls.clear()
-    again = cmp.main_comparison(mk, SPEC, cheap_methods(), stride_hours=4.0, max_jobs=4, seed=5, out_dir=tmp_path)
+    again = cmp.main_comparison(mk, SPEC, cheap_methods(), stride_hours=4.0, max_jobs=4, seed=5, out_dir=tmp_path, skip_hours=0)
     assert calls == [] and again.computed == []
     pd.testing.assert_frame_equal(again.table, res.table)
 
     # a changed set-up (seed) recomputes and replaces the stale rows; one new method computes only itself
     meth = {**cheap_methods(), "greedy2": ("greedy", {})}
-    third = cmp.main_comparison(mk, SPEC, meth, stride_hours=4.0, max_jobs=4, seed=5, out_dir=tmp_path)
+    third = cmp.main_comparison(mk, SPEC, meth, stride_hours=4.0, max_jobs=4, seed=5, out_dir=tmp_path, skip_hours=0)
     assert third.computed == [("vol", "greedy2"), ("calm", "greedy2")]
     fourth = cmp.main_comparison({"vol": market}, SPEC, cheap_methods(), stride_hours=4.0, max_jobs=4, seed=6,
-                                 out_dir=tmp_path)
+                                 out_dir=tmp_path, skip_hours=0)
     assert len(fourth.computed) == 5
     saved = pd.read_csv(res.csv)
     assert len(saved) == 4 * (6 + 6)  # vol: 5 methods (seed 6) + greedy2 (seed 5); calm: 6 methods (seed 5)
@@ -162,10 +165,10 @@ def test_main_comparison_structure_and_resume(market, tmp_path, monkeypatch):
 
 def test_main_comparison_partial_rows_are_recomputed(market, tmp_path):
     meth = {"on_demand": ("on_demand", {}), "greedy": ("greedy", {})}
-    res = cmp.main_comparison({"m": market}, SPEC, meth, stride_hours=4.0, max_jobs=3, out_dir=tmp_path)
+    res = cmp.main_comparison({"m": market}, SPEC, meth, stride_hours=4.0, max_jobs=3, out_dir=tmp_path, skip_hours=0)
     saved = pd.read_csv(res.csv)
     saved.drop(index=saved.index[-1]).to_csv(res.csv, index=False)  # an interrupted write of greedy
-    again = cmp.main_comparison({"m": market}, SPEC, meth, stride_hours=4.0, max_jobs=3, out_dir=tmp_path)
+    again = cmp.main_comparison({"m": market}, SPEC, meth, stride_hours=4.0, max_jobs=3, out_dir=tmp_path, skip_hours=0)
     assert again.computed == [("m", "greedy")]
     assert len(pd.read_csv(res.csv)) == 6
 
@@ -226,21 +229,21 @@ def test_comparison_table_ci_and_share_of_optimum():
 
 def test_main_comparison_bad_inputs(market, tmp_path):
     with pytest.raises(PolicyError):
-        cmp.main_comparison({"m": market}, SPEC, {"x": ("no_such_policy", {})}, max_jobs=2)
+        cmp.main_comparison({"m": market}, SPEC, {"x": ("no_such_policy", {})}, max_jobs=2, skip_hours=0)
     with pytest.raises(PolicyError):
-        cmp.main_comparison({"m": market}, SPEC, {"x": ("greedy", {"bogus": 1})}, max_jobs=2)
+        cmp.main_comparison({"m": market}, SPEC, {"x": ("greedy", {"bogus": 1})}, max_jobs=2, skip_hours=0)
     with pytest.raises(PolicyError, match="policy name, params"):
-        cmp.main_comparison({"m": market}, SPEC, {"x": "greedy"}, max_jobs=2)
+        cmp.main_comparison({"m": market}, SPEC, {"x": "greedy"}, max_jobs=2, skip_hours=0)
     with pytest.raises(PolicyError, match="non-empty"):
-        cmp.main_comparison({"m": market}, SPEC, {}, max_jobs=2)
+        cmp.main_comparison({"m": market}, SPEC, {}, max_jobs=2, skip_hours=0)
     with pytest.raises(TraceError, match="unknown market"):
         cmp.main_comparison(["atlantis"], SPEC, cheap_methods(), max_jobs=2)
     with pytest.raises(TraceError, match="must be a Market"):
         cmp.main_comparison({"m": "calm"}, SPEC, cheap_methods(), max_jobs=2)
     with pytest.raises(TraceError, match="stride_hours"):
-        cmp.main_comparison({"m": market}, SPEC, cheap_methods(), stride_hours=-1.0, max_jobs=2)
+        cmp.main_comparison({"m": market}, SPEC, cheap_methods(), stride_hours=-1.0, max_jobs=2, skip_hours=0)
     with pytest.raises(TraceError, match="stride_hours"):  # a per-market stride that misses a market
-        cmp.main_comparison({"m": market}, SPEC, cheap_methods(), stride_hours={"other": 2.0}, max_jobs=2)
+        cmp.main_comparison({"m": market}, SPEC, cheap_methods(), stride_hours={"other": 2.0}, max_jobs=2, skip_hours=0)
     with pytest.raises(TraceError, match="no markets"):
         cmp.main_comparison({}, SPEC, cheap_methods(), max_jobs=2)
 
@@ -261,18 +264,23 @@ def test_a_users_own_trace_is_a_market(tmp_path, dataset):
     from spotlab.experiments import setups
 
     path = dataset("markets/gcp_a100_counts.csv.gz")
-    with pytest.raises(TraceError, match="no spot and no on-demand price"):
-        setups.load_market(f"{path}#asia-northeast1-a")
-    m = setups.load_market(f"{path}#asia-northeast1-a", od_price=3.67, spot_share=0.3)
-    ref = setups.load_market("a100")
+    bare = load_market(f"{path}#asia-northeast1-a")  # loads (availability alone can be forecast) ...
+    with pytest.raises(TraceError, match="no spot price for some slots"):  # ... but cannot be simulated
+        cut_windows(bare, stride_hours=6, horizon_hours=10, skip_hours=0)
+    with pytest.raises(TraceError, match="spot cannot be a share of it"):
+        load_market(f"{path}#asia-northeast1-a", spot_share=0.3)
+    m = load_market(f"{path}#asia-northeast1-a", od_price=3.67, spot_share=0.3)
+    ref = load_market("a100")
     np.testing.assert_array_equal(m.avail, ref.avail)
     np.testing.assert_allclose(m.spot_price, ref.spot_price)
     np.testing.assert_allclose(m.od_price, 3.67)
-    with pytest.raises(TraceError, match="neither a key of setups.MARKET_SPECS"):
-        setups.load_market(str(tmp_path / "missing.csv"))
-    with pytest.raises(TraceError, match="spot_share must be a positive"):
-        setups.load_market(f"{path}#asia-northeast1-a", od_price=3.67, spot_share=-1)
+    with pytest.raises(TraceError, match="missing.csv: no such file"):
+        load_market(str(tmp_path / "missing.csv"))
+    with pytest.raises(TraceError, match="neither a named market"):
+        load_market("missing")
+    with pytest.raises(TraceError, match="spot_share must be > 0"):
+        load_market(f"{path}#asia-northeast1-a", od_price=3.67, spot_share=-1)
     res = cmp.main_comparison([f"{path}#asia-northeast1-a"], setups.JobSpec(deadline_h=8),
                           {"uniform_progress": ("uniform_progress", {}), "greedy": ("greedy", {})},
-                          stride_hours=6, max_jobs=2, od_price=3.67, spot_share=0.3)
+                          stride_hours=6, max_jobs=2, od_price=3.67, spot_share=0.3, skip_hours=0)
     assert set(res.jobs["method"]) == {"uniform_progress", "greedy"} and len(res.jobs) == 4

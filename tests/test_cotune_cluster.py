@@ -10,17 +10,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spotlab.cluster import Cluster, ClusterError, NodePool, Option, SimJob, simulate
 from spotlab.cluster.alibaba_philly_workload import (
     ALIBABA_PODS,
     PHILLY_RUNTIMES,
-    WorkloadError,
     load_alibaba_pods,
     load_philly_runtimes,
     resampled_workload,
     trace_workload,
 )
-from spotlab.errors import SpotlabError
+from spotlab.cluster.engine import simulate
+from spotlab.cluster.state import Cluster, NodePool, Option, SimJob
+from spotlab.errors import ClusterError, SpotlabError, WorkloadError
 
 
 def ok(gpu: str, gpus: int, rate: float = 1.0, est: float | None = None, label: str = "") -> Option:

@@ -11,12 +11,38 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.base import clone
 
-from spotlab.cotune.config_models import (PredictorError, PredictorNotFittedError, ThroughputRegressor,
-                                    ValidityClassifier, config_split, evaluate, learning_curve, predict_space,
-                                    throughput_error, unseen_model_error, validity_error)
-from spotlab.cotune.run_history import SCHEMA, UNKNOWN_SOFTWARE, RunsError, generate_runs, load_runs, write_runs
-from spotlab.cotune.space import PARAMETERS, VALUES, Config, enumerate_space, rule_violations, space_frame
-from spotlab.errors import SpotlabError
+from spotlab.cotune.config_models import (
+    ThroughputRegressor,
+    ValidityClassifier,
+    config_split,
+    evaluate,
+    learning_curve,
+    predict_space,
+    throughput_error,
+    unseen_model_error,
+    validity_error,
+)
+from spotlab.cotune.run_history import (
+    SCHEMA,
+    UNKNOWN_SOFTWARE,
+    generate_runs,
+    load_runs,
+    write_runs,
+)
+from spotlab.cotune.space import (
+    PARAMETERS,
+    VALUES,
+    Config,
+    enumerate_space,
+    rule_violations,
+    space_frame,
+)
+from spotlab.errors import (
+    PredictorError,
+    PredictorNotFittedError,
+    RunsError,
+    SpotlabError,
+)
 
 N_RUNS = 1500
 

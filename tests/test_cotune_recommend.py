@@ -12,14 +12,23 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spotlab.cluster import Cluster, Option, SimJob, simulate
-from spotlab.experiments.cotune_cluster import Settings, compare, train_knowledge
-from spotlab.cotune.jobs import (fine_tune_jobs, offered_load, outcome, scaled, sim_jobs, time_scale_for_load)
+from spotlab.cluster.alibaba_philly_workload import TraceJob
+from spotlab.cluster.engine import simulate
+from spotlab.cluster.state import Cluster, Option, SimJob
+from spotlab.cotune.jobs import (
+    fine_tune_jobs,
+    offered_load,
+    outcome,
+    scaled,
+    sim_jobs,
+    time_scale_for_load,
+)
 from spotlab.cotune.knowledge import NoisyKnowledge, OracleKnowledge
 from spotlab.cotune.perf import DEFAULT
 from spotlab.cotune.recommend import Recommender, rank
-from spotlab.cotune.space import VALUES, ConfigError, enumerate_space, rule_violations, space_frame
-from spotlab.cluster.alibaba_philly_workload import TraceJob
+from spotlab.cotune.space import VALUES, enumerate_space, rule_violations, space_frame
+from spotlab.errors import ConfigError
+from spotlab.experiments.cotune_cluster import Settings, compare, train_knowledge
 from spotlab.jobs.job import Throughput
 
 CLUSTER = Cluster.parse("A100-80GB:2x8,L40S-48GB:4x4")

@@ -9,14 +9,16 @@ from dataclasses import asdict
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from spotlab.errors import PolicyError, TraceError
 from spotlab.experiments import setups
 from spotlab.experiments.heldout import BARS, HeldOut, bars, heldout_check, random_spec
-from spotlab.policies import make_policy
-from spotlab.simulation.engine import simulate
 from spotlab.market.synthetic import synthetic_market
+from spotlab.market.windows import cut_windows
+from spotlab.policies.registry import make_policy
+from spotlab.simulation.engine import simulate
 
 
 @settings(max_examples=200, deadline=None)
@@ -148,8 +150,10 @@ def test_give_up_is_part_of_a_runs_key_and_checked(tmp_path):
 
 
 def test_bad_inputs_fail_before_any_run(tmp_path):
-    with pytest.raises(TraceError, match="unknown market"):
+    with pytest.raises(TraceError, match="none.csv: no such file"):
         heldout_check(str(tmp_path / "none.csv"), jobs=1)
+    with pytest.raises(TraceError, match="unknown market 'nomarket'"):
+        heldout_check("nomarket", jobs=1)
     with pytest.raises(TraceError, match="jobs must be"):
         heldout_check("calm", jobs=0)
     with pytest.raises(TraceError, match="w must be"):
@@ -168,7 +172,7 @@ def test_bad_inputs_fail_before_any_run(tmp_path):
 def test_the_netted_optimum_is_the_optimum_where_the_slack_is_loose_and_never_a_pool_member():
     mk = synthetic_market(24 * 9, requested=4, od_price=3.0, regime="calm", seed=2)
     job = setups.JobSpec(deadline_h=12, gamma=1.5, load=0.3, n_max=4, alpha=1.0, beta=0.0).job(mk)
-    ep = setups.job_episodes(mk, job, stride_hours=24, max_jobs=2)
+    ep = cut_windows(mk, horizon_hours=job.hard_deadline_h, stride_hours=24, max_jobs=2)
     plain = simulate(make_policy("optimal"), ep, job)
     netted = simulate(make_policy("optimal_netted"), ep, job)
     assert netted.utility == pytest.approx(plain.utility)
@@ -183,7 +187,7 @@ def test_the_netted_optimum_follows_the_net_where_the_hindsight_plan_cuts_it_clo
         mk = synthetic_market(24 * 9, requested=4, od_price=3.0, regime="volatile", seed=seed)
         job = setups.JobSpec(deadline_h=10, gamma=1.0, load=0.85, n_max=4, alpha=1.0, beta=0.0, overhead_h=0.25,
                              value_factor=0.0, miss_factor=0.0).job(mk)
-        ep = setups.job_episodes(mk, job, stride_hours=6, max_jobs=6)
+        ep = cut_windows(mk, horizon_hours=job.hard_deadline_h, stride_hours=6, max_jobs=6)
         plain = simulate(make_policy("optimal"), ep, job)
         netted = simulate(make_policy("optimal_netted"), ep, job)
         assert netted.met_hard_deadline.all()
@@ -206,7 +210,7 @@ def test_command_prints_the_bars_and_fails_cleanly(tmp_path):
     assert [line.split()[0] for line in said] == ["a1_w", "a2", "a3"]  # no a1_full: --no-full-window
     assert all("mean " in line and "worst " in line for line in said), said
     assert (tmp_path / "heldout_checks.csv").is_file()
-    for args, message in [(["nowhere.csv"], "unknown market"), (["calm", "--job", "speed=3"], "unknown job field"),
+    for args, message in [(["nowhere.csv"], "nowhere.csv: no such file"), (["calm", "--job", "speed=3"], "unknown job field"),
                           (["calm", "--jobs", 0], "must be >= 1")]:
         p = run(*args, "--out", tmp_path)
         assert p.returncode == 2 and message in p.stderr and "Traceback" not in p.stderr, p.stderr

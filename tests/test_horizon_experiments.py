@@ -175,7 +175,7 @@ def test_a3_from_member_cells_equals_a3_simulated(market, seed):
     """With warm-up rounds from the history and rounds whose feedback is delayed (overlapping jobs), A3 read from
     its members' cells gives exactly the rows of simulating `select`, on other markets and seeds."""
     from spotlab.policies.select import warmup_episodes
-    from spotlab.simulation.engine import horizon_slots
+    from spotlab.simulation.slots import horizon_slots
 
     setup = hz.prepare(market, SPEC, hours=96, history_hours=30, stride_hours=3.0, max_jobs=8, market_seed=seed)
     assert warmup_episodes(setup.episodes, horizon_slots(setup.job, setup.episodes.slot_hours)) is not None

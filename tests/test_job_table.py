@@ -16,12 +16,29 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from spotlab.cluster.job_table import (
+    COLUMNS,
+    DTYPES,
+    STATUSES,
+    TRACES,
+    job_table,
+    job_windows,
+    offered_load,
+    read_job_table,
+    with_load,
+    with_multi_gpu_share,
+)
+from spotlab.cluster.presets import (
+    PRESETS,
+    _fits,
+    assign_pools,
+    cluster_jobs,
+    nodes_cluster,
+    preset,
+    unplaceable_jobs,
+)
 from spotlab.data import locate as data
 from spotlab.data.catalogue import Entry, Repo, Source
-from spotlab.cluster.job_table import (COLUMNS, DTYPES, STATUSES, TRACES, job_table, job_windows, offered_load,
-                                       read_job_table, with_load, with_multi_gpu_share)
-from spotlab.cluster.presets import (PRESETS, _fits, assign_pools, cluster_jobs, nodes_cluster, preset,
-                                     unplaceable_jobs)
 from spotlab.errors import DataNotFoundError, JobTableError, TraceError
 
 REAL = ("microsoft-itp-2021", "philly-pollux", "helios-gpw", "philly-gpw", "alibaba-gpu-v2023")

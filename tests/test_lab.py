@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from spotlab.notebooks.reproduce import ROOT
+from spotlab.notebooks.execute import ROOT
 
 pytest.importorskip("jupyter_server")
 pytest.importorskip("jupytext")

@@ -15,13 +15,24 @@ import pandas as pd
 import pytest
 
 from spotlab.data import locate as data
-from spotlab.data.catalogue import ADRS_ENVS, ADRS_LEADERBOARD_WINDOWS, REGISTRY, Entry, Repo, Source, WindowsRecipe
+from spotlab.data.catalogue import (
+    ADRS_ENVS,
+    ADRS_LEADERBOARD_WINDOWS,
+    REGISTRY,
+    Entry,
+    Repo,
+    Source,
+    WindowsRecipe,
+)
 from spotlab.errors import DataNotFoundError, PolicyError
 from spotlab.experiments import leaderboard as lb
+from spotlab.jobs.job import make_job
+from spotlab.market.episodes import Episodes
 from spotlab.market.market import Market
-from spotlab.policies import make_policy
-from spotlab.simulation.runs import Semantics, make_job
-from spotlab.simulation.engine import Episodes, SimSettings, simulate
+from spotlab.policies.registry import make_policy
+from spotlab.policies.semantics import Semantics
+from spotlab.simulation.engine import simulate
+from spotlab.simulation.settings import SimSettings
 
 ADRS = "sky_spot_traces/adrs-cant-be-late-traces/"
 

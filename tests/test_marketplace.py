@@ -14,9 +14,15 @@ from hypothesis import strategies as st
 
 from spotlab.cli import main as cli
 from spotlab.errors import TraceError
-from spotlab.market.marketplace import (load_marketplace, load_marketplace_observations, marketplace_zones,
-    read_snapshots, snapshot_table, snapshot_values)
-from spotlab.market.traces import is_json_trace, load_trace, tidy_zones
+from spotlab.market.load import load_market, trace_format, trace_zones
+from spotlab.market.marketplace import (
+    load_marketplace,
+    load_marketplace_observations,
+    marketplace_zones,
+    read_snapshots,
+    snapshot_table,
+    snapshot_values,
+)
 
 GPUS = ("A100_80GB_PCIe", "A100_80GB_SXM4", "H100_80GB_PCIe", "H100_80GB_SXM5")
 T0 = pd.Timestamp("2025-11-01T00:00:00Z")
@@ -65,14 +71,14 @@ def test_real_files_match_their_readme(real_file):
     assert int((gaps > 2).sum()) == 35
     assert gaps.max() == pytest.approx(5.6, abs=0.05)
     assert snaps[0].time.strftime("%Y-%m-%d") == "2025-10-19" and snaps[-1].time.strftime("%Y-%m-%d") == "2025-11-16"
-    assert not is_json_trace(real_file)
+    assert trace_format(real_file) == "marketplace"
 
 
 def test_real_files_every_zone_loads_with_the_promised_invariants(real_file):
-    zones = tidy_zones(real_file)
+    zones = trace_zones(real_file)
     assert zones[0] == "all" and len(zones) >= 4
     for zone in zones:
-        m = load_trace(real_file, zone=zone, slot_hours=1.0)
+        m = load_market(real_file, zone=zone, slot_hours=1.0)
         assert len(m) == 658  # 657.75 h of snapshots + the last one held a median step: whole slots only
         assert m.requested == 8 and m.avail.min() >= 0 and m.avail.max() <= 8
         assert m.has_spot_price and m.has_od_price
@@ -123,20 +129,20 @@ def test_cli_simulates_on_a_marketplace_provider(dataset, capsys):
 def test_malformed_lines_name_the_line(tmp_path, lines, message):
     path = write(tmp_path / "m.jsonl", lines)
     with pytest.raises(TraceError, match=message):
-        load_trace(path)
+        load_market(path)
 
 
 def test_blank_lines_are_skipped_and_gzip_is_read(tmp_path):
     path = write(tmp_path / "m.jsonl.gz", [snap(0), "", snap(30), "   ", snap(60)], gz=True)
     snaps = read_snapshots(path)
     assert [s.line for s in snaps] == [1, 3, 5]
-    assert len(load_trace(path, slot_hours=0.5)) == 3
+    assert len(load_market(path, slot_hours=0.5)) == 3
 
 
 def test_empty_and_wrong_files_are_one_clear_line(tmp_path, capsys):
     empty = write(tmp_path / "e.jsonl", [""])
     with pytest.raises(TraceError, match="no snapshots"):
-        load_trace(empty)
+        load_market(empty)
     bad = write(tmp_path / "b.jsonl", [snap(0), "{oops"])
     rc = cli.main(["simulate", "--trace", str(bad), "--policy", "greedy", "--work-hours", "4", "--deadline-hours", "8",
                    "--restart-overhead-hours", "0.1"])

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from spotlab.notebooks.reproduce import ROOT, notebook_sources, run_notebook
+from spotlab.notebooks.execute import ROOT
+from spotlab.notebooks.reproduce import notebook_sources, run_notebook
 
 NOTEBOOKS = notebook_sources(ROOT / "notebooks")
 

@@ -7,14 +7,18 @@ import os
 import numpy as np
 import pyomo.environ as pe
 import pytest
-from hypothesis import HealthCheck, assume, given, settings, strategies as st
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
 from spotlab.errors import SolverError
 from spotlab.jobs.job import Job, Throughput
 from spotlab.market.market import Market
-from spotlab.optimum import OptimumProblem, build_model, schedule_of, solve_model, solve_optimum
-from spotlab.policies import make_policy
-from spotlab.simulation.engine import SimSettings, horizon_slots, simulate
+from spotlab.optimum.model import build_model, schedule_of
+from spotlab.optimum.solve import OptimumProblem, solve_model, solve_optimum
+from spotlab.policies.registry import make_policy
+from spotlab.simulation.engine import simulate
+from spotlab.simulation.settings import SimSettings
+from spotlab.simulation.slots import horizon_slots
 
 EXACT = dict(mip_gap=1e-9, time_limit=60)
 

@@ -7,17 +7,30 @@ import os
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings, strategies as st
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
 from spotlab.errors import PolicyError, SolverError
 from spotlab.experiments.published import CANT_BE_LATE_MEAN_COST
 from spotlab.jobs.job import Job, Throughput
+from spotlab.market.load import load_market
 from spotlab.market.market import Market
-from spotlab.optimum import OptimumProblem, solve_optimum
-from spotlab.optimum.dp import (AllocationRelaxation, FixedCountDP, ParetoLabelDP, TooManyLabels, WorkLatticeDP,
-                               dp_applies, lost_levels)
-from spotlab.policies import make_policy
-from spotlab.simulation.engine import SimSettings, horizon_slots, simulate
+from spotlab.market.windows import cut_windows
+from spotlab.optimum.dp import (
+    AllocationRelaxation,
+    FixedCountDP,
+    ParetoLabelDP,
+    TooManyLabels,
+    WorkLatticeDP,
+    dp_applies,
+    lost_levels,
+)
+from spotlab.optimum.solve import OptimumProblem, solve_optimum
+from spotlab.policies.registry import make_policy
+from spotlab.policies.semantics import semantics_for
+from spotlab.simulation.engine import simulate
+from spotlab.simulation.settings import SimSettings
+from spotlab.simulation.slots import horizon_slots
 
 EXACT = dict(mip_gap=1e-9, time_limit=60)
 TOL = dict(rel=1e-6, abs=1e-5)
@@ -202,19 +215,21 @@ def test_work_lattice_dp_equals_the_milp_and_the_relaxation_bounds_it(case):
 def test_cant_be_late_known_answer_300_windows(cbl_trace, cbl_windows):
     # The 300 published windows, 48 h of work, 52 h deadline, 0.1 h overhead: the MILP's mean cost (README,
     # gap 1e-4) is 78.56, below the published omniscient policy's 79.63. The DP is exact and replays exactly.
-    from spotlab.simulation.runs import load_episodes, make_job, run_policy, settings_for
+    from spotlab.jobs.job import make_job
+    from spotlab.policies.run import run_policy
 
-    loaded = load_episodes(cbl_trace, cbl_windows, spot_price=0.9731, od_price=3.06)
-    settings = settings_for("auto", loaded.kind)
+    market = load_market(cbl_trace, spot_price=0.9731, od_price=3.06)
+    loaded = cut_windows(market, windows=cbl_windows)
+    settings = semantics_for(market)
     job = make_job(48, 52, overhead_hours=0.1)
-    res = run_policy("optimal", {}, loaded.episodes, job, settings)
+    res = run_policy("optimal", {}, loaded, job, settings)
     assert res.policy_report["method"] == "dp" and res.policy_report["worst_gap"] == 0.0
     assert np.mean(res.cost) == pytest.approx(78.5617, abs=1e-3)
     assert np.mean(res.cost) <= CANT_BE_LATE_MEAN_COST[(52, "optimal")]
     assert res.met_deadline.all()
-    H = horizon_slots(job, loaded.episodes.slot_hours)
-    problem = OptimumProblem(job, H, loaded.episodes.slot_hours, billing="full")
-    ep = loaded.episodes
+    H = horizon_slots(job, loaded.slot_hours)
+    problem = OptimumProblem(job, H, loaded.slot_hours, billing="full")
+    ep = loaded
     for w in (0, 137):  # two windows against the MILP
         milp = problem.solve_window(ep.avail[w, :H], ep.spot_price[w, :H], ep.od_price[w, :H], "highs", 120, 1e-7)
         assert res.cost[w] == pytest.approx(-milp.objective, abs=1e-5)

@@ -7,14 +7,20 @@ import os
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from spotlab.errors import SolverError
 from spotlab.jobs.job import Job, Throughput
+from spotlab.market.load import load_market
 from spotlab.market.market import Market
-from spotlab.optimum import OptimumProblem, solve_optimum
-from spotlab.policies import make_policy
-from spotlab.simulation.engine import SimSettings, horizon_slots, simulate
+from spotlab.market.named import MARKET_SPECS
+from spotlab.market.windows import cut_windows
+from spotlab.optimum.solve import OptimumProblem, solve_optimum
+from spotlab.policies.registry import make_policy
+from spotlab.simulation.engine import simulate
+from spotlab.simulation.settings import SimSettings
+from spotlab.simulation.slots import horizon_slots
 
 EXACT = dict(mip_gap=1e-9, time_limit=60)
 TOL = dict(rel=1e-6, abs=1e-5)  # GLPK accepts integers within 1e-5, which the refund and value terms see
@@ -133,10 +139,10 @@ def test_optimum_is_exact_and_beats_every_online_policy(case):
 def test_v100_p3_windows_the_optimum_is_never_beaten(dataset):
     from spotlab.experiments import setups
 
-    dataset(setups.MARKET_SPECS["v100_prices"].relpath)  # skips without the data
-    mk = setups.load_market("v100_prices", slot_hours=1.0)
+    dataset(MARKET_SPECS["v100_prices"].relpath)  # skips without the data
+    mk = load_market("v100_prices", slot_hours=1.0)
     job = setups.JobSpec(deadline_h=12.0).job(mk)
-    episodes = setups.job_episodes(mk, job, stride_hours=3.0, max_jobs=5)
+    episodes = cut_windows(mk, horizon_hours=job.hard_deadline_h, stride_hours=3.0, max_jobs=5)
     up = simulate(make_policy("uniform_progress"), episodes, job)
     pol = make_policy("optimal", {"must_finish": False, "solver": "glpk", "n_jobs": 1})
     opt = simulate(pol, episodes, job, SimSettings())

@@ -7,8 +7,8 @@ import pytest
 from sklearn.base import clone
 
 from spotlab.errors import PolicyError, PredictionError
-from spotlab.policies import REGISTRY, policy_class
-from spotlab.predict import MODELS, make_predictor, predictor_class
+from spotlab.policies.registry import REGISTRY, policy_class
+from spotlab.predict.registry import MODELS, make_predictor, predictor_class
 
 
 @pytest.mark.parametrize("name", list(REGISTRY))

@@ -14,10 +14,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spotlab.errors import PredictionError, SpotlabError
-from spotlab.predict import MODELS, AvailabilityOracle, Forecaster, NoisyOracle, Predictor, make_predictor
-from spotlab.predict import metrics
-from spotlab.predict.evaluate import compare, evaluate_zones, parse_horizons, rolling_origin, target_series
 from spotlab.market.synthetic import synthetic_market
+from spotlab.predict import metrics
+from spotlab.predict.base import Predictor
+from spotlab.predict.evaluate import (
+    compare,
+    evaluate_zones,
+    parse_horizons,
+    rolling_origin,
+    target_series,
+)
+from spotlab.predict.forecaster import Forecaster
+from spotlab.predict.oracle import AvailabilityOracle, NoisyOracle
+from spotlab.predict.registry import MODELS, make_predictor
 
 # Cheap settings so that every model fits in well under a second on one core.
 FAST = {"gbm": {"max_iter": 30}, "arima": {"order": (1, 1, 1)},

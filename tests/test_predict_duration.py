@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from spotlab.predict import make_predictor, rolling_origin
 from spotlab.predict.duration import run_lengths
+from spotlab.predict.evaluate import rolling_origin
+from spotlab.predict.registry import make_predictor
 
 
 def semi_markov(n: int = 2000, up: int = 7, down: int = 3) -> np.ndarray:

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from spotlab.predict import make_predictor
+from spotlab.predict.registry import make_predictor
 from spotlab.predict.reversion import daily_profile, lag_slopes, lag_stats
 
 

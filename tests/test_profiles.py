@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from spotlab.jobs import profiles as prof
 from spotlab.errors import SpotlabError
+from spotlab.jobs import profiles as prof
 from spotlab.jobs.job import Job, Throughput
 
 PAIRS = [(m, g) for m in prof.MODELS for g in prof.GPUS]

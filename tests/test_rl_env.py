@@ -164,8 +164,8 @@ def test_training_leaves_no_folders_in_the_temp_directory(tmp_path, monkeypatch)
 
 
 def test_the_agent_as_a_scheduler_decides_as_in_its_environment(tmp_path):
-    from spotlab.rl.scheduler import RLAgent
     from spotlab.rl.agent import load_agent
+    from spotlab.rl.scheduler import RLAgent
 
     _, settings_, wins = _tiny(tmp_path, "m")
     agent = load_agent(tmp_path / "m")
@@ -211,8 +211,8 @@ def test_a_short_training_beats_fcfs_and_random_on_held_out_windows(dataset, tmp
     158.3, 22.6; fifo 176.0, random 203.9; so it holds on every seed, narrowly on seed 4 (EASY backfilling, the
     best heuristic here, 19.5: the agent does not beat that in 4,096 steps). This test trains seed 0."""
     dataset("traces/helios-gpw/helios_data_training.csv.gz")
-    from spotlab.rl.scheduler import RLAgent
     from spotlab.rl.evaluate import run_windows
+    from spotlab.rl.scheduler import RLAgent
     from spotlab.rl.train import TrainSettings, train
     from spotlab.rl.workload import windows
 

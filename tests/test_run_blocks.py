@@ -8,20 +8,25 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spotlab.market.episodes import Episodes, concat
 from spotlab.errors import TraceError
-from spotlab.policies import make_policy
-from spotlab.simulation.runs import INDEPENDENT_WINDOWS, Semantics, load_episodes, make_job, run_policy
-from spotlab.simulation.engine import simulate
+from spotlab.jobs.job import make_job
+from spotlab.market.episodes import Episodes, concat
+from spotlab.market.load import load_market
 from spotlab.market.synthetic import synthetic_market
+from spotlab.market.windows import cut_windows
+from spotlab.policies.registry import make_policy
+from spotlab.policies.run import INDEPENDENT_WINDOWS, run_policy
+from spotlab.policies.semantics import Semantics
+from spotlab.simulation.engine import simulate
 
 
 @pytest.mark.parametrize("policy", INDEPENDENT_WINDOWS)
 def test_blocks_change_nothing(cbl_trace, cbl_windows, policy):
-    loaded = load_episodes(cbl_trace, cbl_windows, spot_price=0.9731, od_price=3.06, history_hours=0)
+    market = load_market(cbl_trace, spot_price=0.9731, od_price=3.06)
+    loaded = cut_windows(market, windows=cbl_windows, history_hours=0)
     job = make_job(48, 52, overhead_hours=0.1)
-    one = run_policy(policy, {}, loaded.episodes, job, Semantics.cant_be_late(), block=None)
-    blocks = run_policy(policy, {}, loaded.episodes, job, Semantics.cant_be_late(), block=64)
+    one = run_policy(policy, {}, loaded, job, Semantics.cant_be_late(), block=None)
+    blocks = run_policy(policy, {}, loaded, job, Semantics.cant_be_late(), block=64)
     assert one.metrics() == blocks.metrics()
     assert one.summary().equals(blocks.summary())
     assert one.records().equals(blocks.records())
@@ -29,10 +34,11 @@ def test_blocks_change_nothing(cbl_trace, cbl_windows, policy):
 
 @pytest.mark.parametrize("keep", ["metrics", "summary"])
 def test_blocks_keep_only_what_is_asked(cbl_trace, cbl_windows, keep):
-    loaded = load_episodes(cbl_trace, cbl_windows, spot_price=0.9731, od_price=3.06, history_hours=0)
+    market = load_market(cbl_trace, spot_price=0.9731, od_price=3.06)
+    loaded = cut_windows(market, windows=cbl_windows, history_hours=0)
     job = make_job(48, 52, overhead_hours=0.1)
-    one = run_policy("greedy", {}, loaded.episodes, job, Semantics.cant_be_late(), block=None)
-    part = run_policy("greedy", {}, loaded.episodes, job, Semantics.cant_be_late(), block=64, keep=keep)
+    one = run_policy("greedy", {}, loaded, job, Semantics.cant_be_late(), block=None)
+    part = run_policy("greedy", {}, loaded, job, Semantics.cant_be_late(), block=64, keep=keep)
     assert one.metrics() == part.metrics()
     if keep == "summary":
         assert one.summary().equals(part.summary())
@@ -44,15 +50,16 @@ def test_record_names_the_arrays_kept(cbl_trace, cbl_windows):
     from spotlab.errors import ArgumentError
     from spotlab.simulation.engine import simulate
 
-    loaded = load_episodes(cbl_trace, cbl_windows, spot_price=0.9731, od_price=3.06, history_hours=0)
+    market = load_market(cbl_trace, spot_price=0.9731, od_price=3.06)
+    loaded = cut_windows(market, windows=cbl_windows, history_hours=0)
     job = make_job(48, 52, overhead_hours=0.1)
     sem = Semantics.cant_be_late()
-    full = simulate(sem.policy("uniform_progress"), loaded.episodes, job, sem.settings)
-    some = simulate(sem.policy("uniform_progress"), loaded.episodes, job, sem.settings, record={"reconfig"})
+    full = simulate(sem.policy("uniform_progress"), loaded, job, sem.settings)
+    some = simulate(sem.policy("uniform_progress"), loaded, job, sem.settings, record={"reconfig"})
     assert set(some.arrays) == {"reconfig", "gave_up"}
     assert some.metrics() == full.metrics()
     with pytest.raises(ArgumentError, match="cannot record nonsense"):
-        simulate(sem.policy("greedy"), loaded.episodes, job, sem.settings, record={"nonsense"})
+        simulate(sem.policy("greedy"), loaded, job, sem.settings, record={"nonsense"})
 
 
 def test_windows_of_large_counts_keep_their_values():

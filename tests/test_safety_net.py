@@ -9,7 +9,7 @@ import pytest
 from spotlab.errors import PolicyError
 from spotlab.jobs.job import Job
 from spotlab.market.market import Market
-from spotlab.policies import REGISTRY, make_policy
+from spotlab.policies.registry import REGISTRY, make_policy
 from spotlab.policies.safety_net import SafetyNet
 from spotlab.simulation.engine import simulate
 

@@ -8,14 +8,15 @@ import sys
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from spotlab.errors import PolicyError
-from spotlab.experiments.setups import JobSpec, job_episodes
-from spotlab.policies import make_policy
-from spotlab.simulation.engine import simulate
+from spotlab.experiments.setups import JobSpec
 from spotlab.market.synthetic import Regime, synthetic_market
-
+from spotlab.market.windows import cut_windows
+from spotlab.policies.registry import make_policy
+from spotlab.simulation.engine import simulate
 
 
 def run(*args, check=True):
@@ -29,7 +30,7 @@ def run(*args, check=True):
 def setup():
     market = synthetic_market(24 * 12, slot_hours=1.0, requested=4, od_price=3.0, regime="volatile", seed=11)
     job = JobSpec(deadline_h=8, n_max=4, load=0.5).job(market)
-    episodes = job_episodes(market, job, stride_hours=2, history_hours=24, max_jobs=60)
+    episodes = cut_windows(market, horizon_hours=job.hard_deadline_h, stride_hours=2, history_hours=24, max_jobs=60)
     return market, job, episodes
 
 
@@ -124,7 +125,7 @@ def test_select_warms_up_on_the_past(setup):
     auto = make_policy("select", {"pool": "quick", "warmup": False})
     simulate(auto, episodes, job)
     np.testing.assert_allclose(auto.run_.probabilities[0], [1, 0, 0, 0, 0])
-    no_history = job_episodes(setup[0], job, stride_hours=2, history_hours=0, max_jobs=10)
+    no_history = cut_windows(setup[0], horizon_hours=job.hard_deadline_h, stride_hours=2, history_hours=0, max_jobs=10)
     assert warmup_episodes(no_history, 10) is None
 
 
@@ -191,7 +192,7 @@ def short_runs(draw, history=st.sampled_from([24]), jobs=st.sampled_from([12])):
                               regime=NO_SPOT if regime == "none" else regime)
     job = JobSpec(deadline_h=deadline, n_max=n_max, load=draw(st.floats(0.2, 0.9)),
                   value_factor=draw(st.sampled_from([0.6, 1.0, 1.5]))).job(market)
-    return job, job_episodes(market, job, stride_hours=6, history_hours=past, max_jobs=n_jobs)
+    return job, cut_windows(market, horizon_hours=job.hard_deadline_h, stride_hours=6, history_hours=past, max_jobs=n_jobs)
 
 
 @settings(max_examples=6, deadline=None, derandomize=True)
@@ -212,7 +213,7 @@ def test_chc_does_not_idle_while_spot_is_there_on_a_short_job():
     alike and left spot unused until it went (1.92 $/job against uniform progress's 2.92)."""
     market = synthetic_market(24 * 6, slot_hours=1.0, requested=1, od_price=3.0, regime="calm", seed=0)
     job = JobSpec(deadline_h=6, n_max=1, load=0.5, value_factor=0.6).job(market)
-    episodes = job_episodes(market, job, stride_hours=6, history_hours=24, max_jobs=12)
+    episodes = cut_windows(market, horizon_hours=job.hard_deadline_h, stride_hours=6, history_hours=24, max_jobs=12)
     chc = simulate(make_policy("chc", {"w": 12, "v": 1, "predictor": "persistence"}), episodes, job).utility
     up = simulate(make_policy("uniform_progress", {}), episodes, job).utility
     assert chc.mean() >= up.mean() - 0.02 * job.value
@@ -242,9 +243,9 @@ def test_no_online_policy_keeps_a3s_bar_on_every_market_from_the_first_round():
     from dataclasses import replace
 
     from spotlab.jobs.job import Job
+    from spotlab.market.episodes import Episodes
     from spotlab.market.market import Market
     from spotlab.policies.registry import REGISTRY, policy_class
-    from spotlab.simulation.engine import Episodes
 
     past, gap, d, q = 168, 4, 30, 0.3
     job = Job(work=24.0, deadline_h=float(d), n_min=1, n_max=1, overhead_h=0.25)
@@ -285,7 +286,7 @@ def test_select_leaves_its_preferred_member_only_on_evidence_by_default(setup):
     """The found case of `test_selection` through `Select.choose` with the default pool: the default `evidence`
     keeps the CHC member where `evidence=none` follows greedy's one-round lead."""
     market, job, _ = setup
-    ep = job_episodes(market, job, stride_hours=2, history_hours=24, max_jobs=5)
+    ep = cut_windows(market, horizon_hours=job.hard_deadline_h, stride_hours=2, history_hours=24, max_jobs=5)
     rows = np.array([[920.9, 961.7], [963.6, 963.6], [965.5, 965.5], [591.0, -555.9], [281.5, -848.7]])
     rows *= job.value / 1000.0  # into this job's utility range
     U = np.zeros((5, 4))

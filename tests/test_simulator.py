@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from spotlab.errors import JobError, PolicyError, TraceError
 from spotlab.jobs.job import Job, Throughput
+from spotlab.market.episodes import Episodes
 from spotlab.market.market import Market
-from spotlab.policies import make_policy
+from spotlab.policies.registry import make_policy
 from spotlab.policies.safety_net import SafetyNet
-from spotlab.simulation.engine import Episodes, SimSettings, simulate
+from spotlab.simulation.engine import simulate
+from spotlab.simulation.settings import SimSettings
 
 
 def market(avail, sp=1.0, od=3.0, dt=1.0, requested=None):

@@ -16,8 +16,16 @@ from pathlib import Path
 
 import pytest
 
-from spotlab.notebooks.sweep import (CLAIM_FILE, KERNEL_LOG, RECORD_FILE, SweepError, load_grid, point_hash, run_point,
-    run_sweep)
+from spotlab.errors import SweepError
+from spotlab.notebooks.sweep import (
+    CLAIM_FILE,
+    KERNEL_LOG,
+    RECORD_FILE,
+    load_grid,
+    point_hash,
+    run_point,
+    run_sweep,
+)
 
 NOTEBOOK = '''# %% tags=["parameters"]
 x = 1

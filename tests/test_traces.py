@@ -10,9 +10,10 @@ import pandas as pd
 import pytest
 
 from spotlab.errors import TraceError
+from spotlab.market.load import load_market, trace_zones
 from spotlab.market.market import Market, Observations, resample
 from spotlab.market.synthetic import synthetic_market
-from spotlab.market.traces import load_sky_spot_json, load_tidy_csv, load_trace, load_windows_csv, tidy_zones
+from spotlab.market.windows_file import load_windows_csv
 
 HEADER = "time,cloud,zone,gpu,requested,available,spot_price,on_demand_price\n"
 
@@ -40,9 +41,9 @@ GOOD = [
 
 def test_tidy_roundtrip_and_resampling(tmp_path):
     p = write(tmp_path, "m.csv.gz", rows(*GOOD), gz=True)
-    m = load_tidy_csv(p)
+    m = load_market(p)
     assert m.avail.tolist() == [4, 2, 3, 0] and m.slot_hours == pytest.approx(1 / 6)
-    m2 = load_tidy_csv(p, slot_hours=1 / 3)  # two native steps per slot
+    m2 = load_market(p, slot_hours=1 / 3)  # two native steps per slot
     assert m2.avail.tolist() == [2, 0]  # minimum over the slot
     assert m2.spot_price.tolist() == pytest.approx([1.5, 2.5])  # time-weighted mean
     assert m.start == pd.Timestamp("2025-01-01T00:00Z")
@@ -72,39 +73,39 @@ def test_irregular_observations_are_time_weighted():
 def test_bad_tidy_rows(tmp_path, lines, message):
     p = write(tmp_path, "bad.csv", rows(*lines))
     with pytest.raises(TraceError, match=message) as exc:
-        load_tidy_csv(p)
+        load_market(p)
     assert "bad.csv" in str(exc.value)
 
 
 def test_bad_tidy_files(tmp_path):
     with pytest.raises(TraceError, match="empty file"):
-        load_tidy_csv(write(tmp_path, "e.csv", ""))
+        load_market(write(tmp_path, "e.csv", ""))
     with pytest.raises(TraceError, match="no data rows"):
-        load_tidy_csv(write(tmp_path, "h.csv", HEADER))
+        load_market(write(tmp_path, "h.csv", HEADER))
     with pytest.raises(TraceError, match="missing column.*available"):
-        load_tidy_csv(write(tmp_path, "c.csv", "time,zone,requested\n2025-01-01T00:00:00Z,z,1\n"))
+        load_market(write(tmp_path, "c.csv", "time,zone,requested\n2025-01-01T00:00:00Z,z,1\n"))
     with pytest.raises(TraceError, match="no such file"):
-        load_tidy_csv(tmp_path / "absent.csv")
+        load_market(tmp_path / "absent.csv")
     two = write(tmp_path, "two.csv", rows(GOOD[0], GOOD[0].replace(",z1,", ",z2,")))
     with pytest.raises(TraceError, match="holds 2 zones"):
-        load_tidy_csv(two)
+        load_market(two)
     with pytest.raises(TraceError, match="no zone 'z9'"):
-        load_tidy_csv(two, zone="z9")
-    assert tidy_zones(two) == ["z1", "z2"]
+        load_market(two, zone="z9")
+    assert trace_zones(two) == ["z1", "z2"]
     with pytest.raises(TraceError, match="corrupt gzip"):
         corrupt = tmp_path / "corrupt.csv.gz"
         corrupt.write_bytes(b"\x1f\x8b\x08\x00garbage")
-        load_tidy_csv(corrupt)
+        load_market(corrupt)
 
 
 def test_sky_spot_json(tmp_path):
     p = write(tmp_path, "t.json", json.dumps({"metadata": {"gap_seconds": 600}, "data": [0, 1, 1, 0]}))
-    m = load_sky_spot_json(p)
+    m = load_market(p)
     assert m.avail.tolist() == [1, 0, 0, 1]  # 1 = preempted in the Can't Be Late convention
     counts = write(tmp_path, "c.json", json.dumps({"metadata": {"gap_seconds": 300}, "data": [0, 5, 16]}))
     with pytest.raises(TraceError, match="convention='available'"):
-        load_sky_spot_json(counts)
-    assert load_sky_spot_json(counts, convention="available", requested=16).avail.tolist() == [0, 5, 16]
+        load_market(counts)
+    assert load_market(counts, convention="available", requested=16).avail.tolist() == [0, 5, 16]
     for text, msg in [("", "empty file"), ("{", "not valid JSON"), ("[1,2]", "JSON object with a 'data'"),
                       ('{"metadata": {}, "data": [0]}', "gap_seconds"),
                       ('{"metadata": {"gap_seconds": 600}, "data": []}', "non-empty"),
@@ -112,7 +113,7 @@ def test_sky_spot_json(tmp_path):
                       ('{"metadata": {"gap_seconds": 600}, "data": [0, 1], "prices": [1.0, -2]}', r"prices\[1\]"),
                       ('{"metadata": {"gap_seconds": 600}, "data": [0, 1], "prices": [1.0]}', "as long as")]:
         with pytest.raises(TraceError, match=msg):
-            load_sky_spot_json(write(tmp_path, "b.json", text))
+            load_market(write(tmp_path, "b.json", text))
 
 
 def test_windows_csv(tmp_path):
@@ -149,13 +150,13 @@ def test_market_validation():
 
 
 def test_real_traces_load(dataset):
-    h100 = load_trace(dataset("markets/gcp_h100_probes.csv.gz"), zone="us-central1-a", slot_hours=1.0)
+    h100 = load_market(dataset("markets/gcp_h100_probes.csv.gz"), zone="us-central1-a", slot_hours=1.0)
     assert h100.requested == 16 and len(h100) > 300 and h100.has_spot_price
-    v100 = load_trace(dataset("markets/aws_v100_p3.2xlarge.csv.gz"), zone="us-east-1a")
+    v100 = load_market(dataset("markets/aws_v100_p3.2xlarge.csv.gz"), zone="us-east-1a")
     assert v100.requested == 1 and v100.spot_price.std() > 0
-    cbl = load_trace(dataset("sky_spot_traces/adrs-cant-be-late-traces/ping_based__us-west-2a_v100_1.json"))
+    cbl = load_market(dataset("sky_spot_traces/adrs-cant-be-late-traces/ping_based__us-west-2a_v100_1.json"))
     assert len(cbl) == 1781 and cbl.slot_hours == pytest.approx(1 / 6)
-    h = load_trace(dataset("sky_spot_traces/skynomad-gcp-h100/us-central1-a_h100_16__full.json"))
+    h = load_market(dataset("sky_spot_traces/skynomad-gcp-h100/us-central1-a_h100_16__full.json"))
     assert h.spot_price[0] == pytest.approx(18.979008 / 8)  # per-GPU price from the 8-GPU machine
 
 

@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from spotlab.errors import PolicyError, SolverError
 from spotlab.jobs.job import Job, Throughput
-from spotlab.optimum.window import TailForecast, WindowProblem, WindowState
-from spotlab.policies import make_policy
-from spotlab.simulation.engine import simulate
 from spotlab.market.synthetic import synthetic_market
+from spotlab.optimum.window import TailForecast, WindowProblem, WindowState
+from spotlab.policies.registry import make_policy
+from spotlab.simulation.engine import simulate
 
 
 def small_job(**kw) -> Job:

@@ -15,7 +15,7 @@ from ..cluster.registry import SCHEDULERS
 
 def _config_error(message: str) -> Exception:
     """A `ConfigError` (imported here: `space` loads pandas, which `spotlab --help` does not need)."""
-    from ..cotune.space import ConfigError
+    from ..errors import ConfigError
 
     return ConfigError(message)
 

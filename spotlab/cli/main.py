@@ -78,6 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--stride-hours", type=_finite("stride", positive=True),
                    help="cut the trace into jobs one after another: a window of the job's hard-deadline horizon "
                         "starting every STRIDE hours (the rounds of --policy select; default for select: back to back)")
+    s.add_argument("--skip-hours", type=_finite("skip", nonneg=True),
+                   help="with --stride-hours: hours of the trace before the first job (default 168: a week of "
+                        "history for every job)")
     s.add_argument("--zone", help="zone to use from a tidy CSV holding several (not for a JSON trace: it has one)")
     s.add_argument("--policy", required=True, help="policy name (see `spotlab policies`)")
     s.add_argument("--param", action="append", default=[], type=_key_value, metavar="KEY=VALUE",
@@ -307,9 +310,13 @@ def cmd_simulate(args) -> int:
     import numpy as np
 
     from ..processes import Progress
-    from ..policies import make_policy, policy_class
-    from ..registry import init_parameters
-    from ..simulation.runs import load_episodes, make_job, run_policy, settings_for
+    from ..policies.registry import make_policy, policy_class
+    from ..jobs.job import make_job
+    from ..market.load import load_market
+    from ..market.windows import HISTORY_HOURS, cut_windows
+    from ..params import init_parameters
+    from ..policies.run import run_policy
+    from ..policies.semantics import semantics_for
 
     started = time.perf_counter()
     cls = policy_class(args.policy)  # an unknown name fails before any data is read
@@ -333,15 +340,19 @@ def cmd_simulate(args) -> int:
         stride = job.hard_deadline_h  # rounds are jobs one after another
     if stride is not None and args.windows:
         raise SpotlabError("give either --windows or --stride-hours, not both")
-    loaded = load_episodes(args.trace, args.windows, args.zone, args.slot_hours, args.json_convention,
-                           args.spot_price, args.on_demand_price, stride_hours=stride,
-                           horizon_hours=job.hard_deadline_h,
-                           history_hours=0.0 if args.policy in NO_HISTORY else 168.0)
-    settings = settings_for(args.semantics, loaded.kind, args.billing, args.safety_net, args.give_up)
+    if args.skip_hours is not None and stride is None:
+        raise SpotlabError("--skip-hours goes with --stride-hours (jobs one after another)")
+    market = load_market(args.trace, zone=args.zone, slot_hours=args.slot_hours, convention=args.json_convention,
+                         spot_price=args.spot_price, od_price=args.on_demand_price)
+    episodes = cut_windows(market, windows=args.windows, stride_hours=stride, horizon_hours=job.hard_deadline_h,
+                           skip_hours=None if stride is None else
+                           (args.skip_hours if args.skip_hours is not None else HISTORY_HOURS),
+                           history_hours=0.0 if args.policy in NO_HISTORY else HISTORY_HOURS)
+    settings = semantics_for(market, args.semantics, args.billing, args.safety_net, args.give_up)
     loaded_s = time.perf_counter()
     with Progress(desc=args.policy, unit="slot", enabled=args.progress) as bar:
         block = [(0, 1)]
-        result = run_policy(args.policy, params, loaded.episodes, job, settings, seed=seed,
+        result = run_policy(args.policy, params, episodes, job, settings, seed=seed,
                             on_block=lambda i, n: block.__setitem__(0, (i, n)),
                             wrap=lambda p: _Tracked(p, bar, block[0]),
                             keep="all" if args.records else "summary" if args.per_run else "metrics")
@@ -363,7 +374,8 @@ def cmd_simulate(args) -> int:
         "zone": args.zone,
         "windows": str(args.windows) if args.windows else None,
         "stride_hours": stride,
-        "slot_hours": loaded.market.slot_hours,
+        "skip_hours": None if stride is None else (args.skip_hours if args.skip_hours is not None else HISTORY_HOURS),
+        "slot_hours": market.slot_hours,
         "semantics": {"billing": settings.billing, "safety_net": settings.safety_net, "give_up": settings.give_up},
         "job": {"work_hours": args.work_hours, "deadline_hours": job.deadline_h,
                 "hard_deadline_hours": job.hard_deadline_h, "restart_overhead_hours": job.overhead_h,
@@ -398,15 +410,16 @@ def _default_train_slots(n: int, slot_hours: float, min_history: int) -> int:
 
 def cmd_forecast(args) -> int:
     from ..errors import PredictionError
-    from ..predict import make_predictor, rolling_origin, target_series
+    from ..predict.registry import make_predictor
+    from ..predict.evaluate import rolling_origin, target_series
+    from ..market.load import load_market
     from ..predict.evaluate import parse_horizons
-    from ..market.traces import load_trace
 
     started = time.perf_counter()
     params = dict(args.param)
     model = make_predictor(args.model, **params)  # unknown names and parameters fail before any data is read
     horizons = parse_horizons(args.horizons)
-    market = load_trace(args.trace, args.zone, args.slot_hours, args.json_convention)
+    market = load_market(args.trace, zone=args.zone, slot_hours=args.slot_hours, convention=args.json_convention)
     series = target_series(market, args.target)
     n, s_hours = len(series.values), series.slot_hours
     need = model.min_history(s_hours)
@@ -515,7 +528,8 @@ def _jsonable(v):
 def cmd_sweep(args) -> int:
     from pathlib import Path
 
-    from ..notebooks.sweep import SweepError, run_sweep
+    from ..errors import SweepError
+    from ..notebooks.sweep import run_sweep
 
     if args.jobs is not None and args.scheduler:
         raise SweepError("give either --jobs (local processes) or --scheduler (Dask), not both")
@@ -562,8 +576,8 @@ PARAM_HELP: dict[str, str] = {
 
 
 def _policy_params(name: str) -> list[tuple[str, str, str]]:
-    from ..policies import policy_class
-    from ..registry import init_parameters
+    from ..policies.registry import policy_class
+    from ..params import init_parameters
 
     cls = policy_class(name)
     where = f"see the docstring of {cls.__module__}"
@@ -572,7 +586,7 @@ def _policy_params(name: str) -> list[tuple[str, str, str]]:
 
 
 def _policy_summary(name: str) -> str:
-    from ..policies import policy_class
+    from ..policies.registry import policy_class
 
     cls = policy_class(name)
     doc = (cls.__doc__ or "").strip() or (__import__(cls.__module__, fromlist=["x"]).__doc__ or "").strip()
@@ -580,7 +594,7 @@ def _policy_summary(name: str) -> str:
 
 
 def cmd_policies(args) -> int:
-    from ..policies import REGISTRY, policy_class
+    from ..policies.registry import REGISTRY, policy_class
 
     if args.name is None:
         for name in REGISTRY:

@@ -43,7 +43,8 @@ from ..cluster.state import Cluster, Option, SimJob
 from .knowledge import Knowledge, OracleKnowledge
 from .perf import DEFAULT, PerfModel
 from .recommend import rank
-from .space import PARAMETERS, VALUES, ConfigError, enumerate_space, rule_violations, space_frame
+from .space import PARAMETERS, VALUES, enumerate_space, rule_violations, space_frame
+from ..errors import ConfigError
 from ..cluster.alibaba_philly_workload import TraceJob
 
 __all__ = ["JOB_PARAMETERS", "FREE_PARAMETERS", "FineTuneJob", "fine_tune_jobs", "sim_jobs", "SOURCES",

@@ -19,7 +19,8 @@ import numpy as np
 import pandas as pd
 
 from .perf import DEFAULT, PerfModel
-from .space import PARAMETERS, ConfigError, rule_violations
+from .space import PARAMETERS, rule_violations
+from ..errors import ConfigError
 
 __all__ = ["Knowledge", "PredictedKnowledge", "OracleKnowledge", "NoisyKnowledge", "ASSESSMENT"]
 

@@ -40,7 +40,8 @@ import numpy as np
 
 from ..jobs import profiles
 from ..jobs.profiles import GPUSpec, ModelSpec, TrainSetup
-from .space import Config, ConfigError, as_config, rule_violations
+from .space import Config, as_config, rule_violations
+from ..errors import ConfigError
 
 __all__ = ["MODELS", "GPUS", "SOFTWARE", "Software", "PerfModel", "DEFAULT"]
 

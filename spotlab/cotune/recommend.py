@@ -25,7 +25,8 @@ import pandas as pd
 from ..jobs.job import Throughput
 from ..jobs.profiles import fit_linear
 from .knowledge import Knowledge
-from .space import PARAMETERS, VALUES, Config, ConfigError, as_config, enumerate_space, space_frame
+from .space import PARAMETERS, VALUES, Config, as_config, enumerate_space, space_frame
+from ..errors import ConfigError
 
 __all__ = ["OBJECTIVES", "Recommendation", "Recommender", "rank"]
 

@@ -16,9 +16,13 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from ..simulation.runs import load_episodes, make_job, run_policy, settings_for
-from ..simulation.engine import Episodes
-from ..market.traces import load_sky_spot_json
+pass
+from ..jobs.job import make_job
+from ..market.episodes import Episodes
+from ..market.load import load_market
+from ..market.windows import cut_windows
+from ..policies.run import run_policy
+from ..policies.semantics import semantics_for
 from .cells import Cell, Done, Table, append_rows, run
 from .market_stats import spell_lengths
 from .outputs import FIGURE, declare
@@ -88,9 +92,10 @@ def crosscheck(
     already there for the same windows and setup are reused, so an interrupted run resumes;
     `windows_csv` likewise receives the per-window costs of the cells computed in this call.
     """
-    loaded = load_episodes(trace, windows, spot_price=spot_price, od_price=od_price)
-    ep = loaded.episodes if windows_limit is None else _subset(loaded.episodes, int(windows_limit))
-    settings = settings_for("auto", loaded.kind)
+    market = load_market(trace, spot_price=spot_price, od_price=od_price)
+    episodes = cut_windows(market, windows=windows)
+    ep = episodes if windows_limit is None else _subset(episodes, int(windows_limit))
+    settings = semantics_for(market)
     setup = {"work_hours": float(work_hours), "overhead": float(overhead), "od_price": float(od_price),
              "spot_price": float(spot_price)}
     out_path = None if out_csv is None else Path(out_csv)
@@ -154,7 +159,7 @@ def spell_crosscheck(trace: str | Path, stats_tsv: str | Path, env: str | None =
     """
     trace = Path(trace)
     env = env or trace.name.removeprefix("ping_based__").removesuffix(".json")
-    market = load_sky_spot_json(trace, convention="preempted")
+    market = load_market(trace, convention="preempted")
     ours = spell_lengths({env: market}, k=1).set_index("state")
     pub = pd.read_csv(stats_tsv, sep="\t")
     pub = pub[pub["env"].str.removesuffix(".json") == env]

@@ -1,7 +1,7 @@
 """Policy selection and the main comparison: the library side of notebooks 06 and 07 (SPEC §6, §7 items 6-7).
 
 **Selection (notebook 06).** `selection_run` runs A3 (`select`) on jobs one after another on one market
-(`setups.job_episodes`): a round is a job. It returns the per-round frame (the weight of every pool member
+(`market.windows.cut_windows`): a round is a job. It returns the per-round frame (the weight of every pool member
 before the round, the member drawn, every member's utility, the selector's expected and realised utility,
 the cumulative expected regret against the best fixed member so far, the Hedge bound) and a summary (rounds,
 final regret, the log-log slope of regret vs rounds from `selection.loglog_slope`, the anytime Hedge bound
@@ -40,13 +40,24 @@ import numpy as np
 import pandas as pd
 
 from ..errors import PolicyError, TraceError
+from ..market.load import load_market
 from ..market.market import Market
-from ..policies import make_policy
-from ..policies.registry import resolved_params
+from ..market.named import MARKET_SPECS
+from ..market.windows import cut_windows
+from ..policies.hedge import (
+    OWN_RATE,
+    SELECTORS,
+    SelectionRun,
+    loglog_slope,
+    regret_bound_hedge,
+    warm_started,
+)
+from ..policies.registry import make_policy, resolved_params
 from ..policies.select import ALGORITHMS, known_from
-from ..policies.hedge import OWN_RATE, SELECTORS, SelectionRun, loglog_slope, regret_bound_hedge, warm_started
-from ..simulation.engine import SimSettings, horizon_slots, simulate
-from ..simulation.runs import Semantics
+from ..policies.semantics import Semantics
+from ..simulation.engine import simulate
+from ..simulation.settings import SimSettings
+from ..simulation.slots import horizon_slots
 from . import setups
 from .cells import Cell, Done, Table, run
 from .outputs import FIGURE, declare
@@ -84,10 +95,10 @@ def _resolve_market(market: str | Market, slot_hours: float, hours: float, marke
     if isinstance(market, Market):
         return market.name, market
     if isinstance(market, str):
-        return market, setups.load_market(market, slot_hours=slot_hours, hours=hours, seed=market_seed,
-                                          od_price=od_price, spot_share=spot_share)
-    raise TraceError(f"a market is a key of setups.MARKET_SPECS ({', '.join(setups.MARKET_SPECS)}), a trace path or a "
-                     f"Market, got {type(market).__name__}")
+        return market, load_market(market, slot_hours=slot_hours, hours=hours, seed=market_seed, od_price=od_price,
+                                   spot_share=spot_share)
+    raise TraceError(f"a market is a named market ({', '.join(MARKET_SPECS)}), a trace path or a Market, got "
+                     f"{type(market).__name__}")
 
 
 def _check_spec(spec: setups.JobSpec | None) -> setups.JobSpec:
@@ -207,7 +218,8 @@ def _rerun(run: SelectionRun, algorithm: str, known: np.ndarray, warm: np.ndarra
 def selection_runs(market: str | Market, spec: setups.JobSpec | None = None, pool: str | Sequence = "default",
                    algorithms: Iterable[str] = ALGORITHMS, stride_hours: float = 2.0, max_jobs: int | None = None,
                    seed: int = 0, n_jobs: int = 1, slot_hours: float = 1.0, hours: float = 24 * 21,
-                   market_seed: int = 0, slope_start: int | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+                   market_seed: int = 0, slope_start: int | None = None,
+                   skip_hours: float | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """A3 on `market` with each algorithm of `algorithms` (pool replayed once): (per-round frame, summary).
 
     Algorithms: those of `select` (`policies.select.ALGORITHMS`: FlipFlop, its default; AdaHedge; Hedge with the anytime
@@ -217,6 +229,7 @@ def selection_runs(market: str | Market, spec: setups.JobSpec | None = None, poo
 
     The frame has one row per (algorithm, round); the summary one row per algorithm (see `selection_run`).
     `slope_start`: first round of the log-log fit (default 10, or 1 when there are fewer than 50 rounds).
+    `skip_hours`: where the first job starts (`market.windows.cut_windows`; default after a week of history).
     """
     algos = [algorithms] if isinstance(algorithms, str) else list(algorithms)
     if not algos:
@@ -229,7 +242,8 @@ def selection_runs(market: str | Market, spec: setups.JobSpec | None = None, poo
     seed = _check_seed(seed)
     key, mkt = _resolve_market(market, slot_hours, hours, market_seed)
     job = spec.job(mkt)
-    episodes = setups.job_episodes(mkt, job, stride_hours=stride_hours, max_jobs=max_jobs)
+    episodes = cut_windows(mkt, stride_hours=stride_hours, horizon_hours=job.hard_deadline_h, max_jobs=max_jobs,
+                           skip_hours=skip_hours)
     policy = make_policy("select", {"pool": pool, "algorithm": _base_algorithm(algos[0]), "seed": 0, "n_jobs": n_jobs})
     simulate(policy, episodes, job, SimSettings(), seed)
     base = policy.run_
@@ -247,11 +261,11 @@ def selection_runs(market: str | Market, spec: setups.JobSpec | None = None, poo
 def selection_run(market: str | Market, spec: setups.JobSpec | None = None, pool: str | Sequence = "default",
                   algorithm: str = "flipflop", stride_hours: float = 2.0, max_jobs: int | None = None, seed: int = 0,
                   n_jobs: int = 1, slot_hours: float = 1.0, hours: float = 24 * 21, market_seed: int = 0,
-                  slope_start: int | None = None) -> tuple[pd.DataFrame, dict[str, Any]]:
+                  slope_start: int | None = None, skip_hours: float | None = None) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Simulate `select` (pool, AdaHedge, Hedge or EXP3) on jobs one after another on `market`.
 
-    `market`: a key of `setups.MARKET_SPECS` (loaded at `slot_hours`; synthetic ones `hours` long, seeded with
-    `market_seed`) or a `Market`. Jobs start every `stride_hours` (`setups.job_episodes`), at most `max_jobs`.
+    `market`: a key of `market.named.MARKET_SPECS` (loaded at `slot_hours`; synthetic ones `hours` long, seeded with
+    `market_seed`) or a `Market`. Jobs start every `stride_hours` (`market.windows.cut_windows`), at most `max_jobs`.
     Returns the per-round frame (columns ``round, chosen, member, utility_chosen, utility_expected, regret,
     regret_realised, eta, weight_<member>..., utility_<member>..., best_member_so_far, bound_hedge``; `regret`
     is the cumulative expected regret against the best fixed member so far) and a summary dict with
@@ -259,7 +273,7 @@ def selection_run(market: str | Market, spec: setups.JobSpec | None = None, pool
     """
     _base_algorithm(algorithm)
     frame, summary = selection_runs(market, spec, pool, [algorithm], stride_hours, max_jobs, seed, n_jobs,
-                                    slot_hours, hours, market_seed, slope_start)
+                                    slot_hours, hours, market_seed, slope_start, skip_hours)
     return frame, summary.iloc[0].to_dict()
 
 
@@ -314,17 +328,19 @@ def main_comparison(markets: Iterable[str | Market] | Mapping[str, Market] | str
                     out_dir: str | Path | None = None, prefix: str = "07", resume: bool = True,
                     slot_hours: float = 1.0, hours: float = 24 * 21, market_seed: int = 0,
                     progress: bool = False, verbose: bool = False, od_price: float | None = None,
-                    spot_share: float | None = None, semantics: Semantics | None = None) -> Comparison:
+                    spot_share: float | None = None, semantics: Semantics | None = None,
+                    skip_hours: float | None = None) -> Comparison:
     """Every method on the same job episodes of every market; incremental and resumable through `out_dir`.
 
-    `markets`: keys of `setups.MARKET_SPECS` (default: all), paths of one's own traces (`"PATH"` or `"PATH#ZONE"`;
-    `od_price` / `spot_share` assume prices where such a trace has none, see `setups.load_market`), `Market`
+    `markets`: keys of `market.named.MARKET_SPECS` (default: all), paths of one's own traces (`"PATH"` or `"PATH#ZONE"`;
+    `od_price` / `spot_share` assume prices where such a trace has none, see `market.load.load_market`), `Market`
     objects, or a mapping label -> Market. `methods`: label -> (policy, params), default `default_methods()`; A3 must be labelled `A3_select` and the
     baselines `on_demand`, `greedy`, `uniform_progress` for `improvement`. `stride_hours`: one value or one
     per market label. With `out_dir`, rows go to `<out_dir>/<prefix>_comparison_jobs.csv` per (market,
     method) as soon as they are computed; with `resume`, pairs whose rows with the same setup key are there
     are read instead of recomputed (`resume=False` recomputes and replaces them). `semantics`: billing and safety
-    net of every run (default spotlab's: fractional billing, the strict net without give-up).
+    net of every run (default spotlab's: fractional billing, the strict net without give-up). `skip_hours`: where
+    each market's first job starts (`market.windows.cut_windows`; default after a week of history).
     """
     spec = _check_spec(spec)
     _check_max_jobs(max_jobs)
@@ -343,7 +359,7 @@ def main_comparison(markets: Iterable[str | Market] | Mapping[str, Market] | str
         checked[str(label)] = (name, params)
 
     if markets is None:
-        markets = list(setups.MARKET_SPECS)
+        markets = list(MARKET_SPECS)
     if isinstance(markets, (str, Market)):
         markets = [markets]
     if isinstance(markets, Mapping):
@@ -363,13 +379,16 @@ def main_comparison(markets: Iterable[str | Market] | Mapping[str, Market] | str
     setup_rows, cells, computed = [], [], []
     for key, mkt in resolved.items():
         job = spec.job(mkt)
-        episodes = setups.job_episodes(mkt, job, stride_hours=strides[key], max_jobs=max_jobs)
-        setup_rows.append({"market": key, "title": setups.MARKET_SPECS[key].title if key in setups.MARKET_SPECS else key,
+        episodes = cut_windows(mkt, stride_hours=strides[key], horizon_hours=job.hard_deadline_h, max_jobs=max_jobs,
+                               skip_hours=skip_hours)
+        setup_rows.append({"market": key, "title": MARKET_SPECS[key].title if key in MARKET_SPECS else key,
                            "stride_hours": strides[key], "seed": seed, **setups.describe(job, mkt, episodes)})
         base = {"market": _fingerprint(mkt), "spec": asdict(spec), "stride": strides[key], "max_jobs": max_jobs,
                 "seed": seed, "jobs": episodes.n}
         if semantics is not None and semantics != Semantics():  # the default's keys stay those of earlier runs
             base["semantics"] = asdict(semantics)
+        if skip_hours is not None:
+            base["skip_hours"] = float(skip_hours)
         for label, (name, params) in checked.items():
             cells.append(Cell("main comparison", {**base, "method": label, "policy": name, "params": params,
                                                   "resolved": resolved_params(name, params)},

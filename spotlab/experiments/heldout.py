@@ -44,10 +44,18 @@ import pandas as pd
 
 from ..errors import TraceError
 from ..market.market import Market
-from ..simulation.runs import Semantics
-from ..simulation.engine import horizon_slots
+from ..market.named import MARKET_SPECS
+from ..policies.semantics import Semantics
+from ..simulation.slots import horizon_slots
 from . import setups
-from .comparison import A3, _check_max_jobs, _check_positive, _check_seed, _resolve_market, main_comparison
+from .comparison import (
+    A3,
+    _check_max_jobs,
+    _check_positive,
+    _check_seed,
+    _resolve_market,
+    main_comparison,
+)
 
 __all__ = ["BARS", "MARGINS", "MARGIN_UNITS", "HeldOut", "bars", "heldout_check", "random_spec"]
 
@@ -197,11 +205,11 @@ def heldout_check(markets: Iterable[str | Market] | str | Market, jobs: int = 8,
                   solver: str = "glpk", n_jobs: int = 1, out_dir: str | Path | None = None,
                   slot_hours: float = 1.0, od_price: float | None = None, spot_share: float | None = None,
                   progress: bool | None = False, full_rel: float = 0.01, window_rel: float = 0.10,
-                  tie: float = 0.05, give_up: bool | None = None) -> HeldOut:
+                  tie: float = 0.05, give_up: bool | None = None, skip_hours: float | None = None) -> HeldOut:
     """Run the bars of the module docstring for `jobs` random job specs (`random_spec(seed, i)`; `indices`
-    picks which i) on every market: keys of `setups.MARKET_SPECS`, trace paths (`"PATH#ZONE"` for one zone
+    picks which i) on every market: keys of `market.named.MARKET_SPECS`, trace paths (`"PATH#ZONE"` for one zone
     of a CSV) or `Market` objects. Jobs start every `stride_hours` after a week of history (the forecasters'
-    and A3's warm-up), at most `max_jobs` per market. With `out_dir`, per-job rows go to
+    and A3's warm-up; `skip_hours` to start earlier on a short trace), at most `max_jobs` per market. With `out_dir`, per-job rows go to
     `heldout_comparison_jobs.csv` as each (market, job spec, method) finishes, and a rerun resumes from them;
     the checks are written to `heldout_checks.csv`. `give_up`: whether the safety net may stop a job not worth
     finishing on demand (`policies.safety_net`), for every online method; None (the default): for every job with
@@ -241,7 +249,7 @@ def heldout_check(markets: Iterable[str | Market] | str | Market, jobs: int = 8,
             stops = (not cost_only) if give_up is None else bool(give_up)
             comp = main_comparison({f"{key} job {i}": mkt}, spec, methods, stride_hours=stride_hours,
                                    max_jobs=max_jobs, seed=seed, out_dir=out_dir, prefix=PREFIX,
-                                   semantics=Semantics(give_up=stops))
+                                   semantics=Semantics(give_up=stops), skip_hours=skip_hours)
             comp.jobs.insert(1, "job_spec", i)
             parts.append(comp.jobs)
             row = bars(comp.jobs, full_rel, window_rel, tie).iloc[0].to_dict()
@@ -266,7 +274,7 @@ def _ordered(checks: list[dict]) -> pd.DataFrame:
 
 def _label(key: str, market: Market) -> tuple[str, Market]:
     """A trace path is shown by its file name and zone, not its whole path."""
-    if key in setups.MARKET_SPECS:
+    if key in MARKET_SPECS:
         return key, market
     path, _, zone = key.partition("#")
     return Path(path).name + (f"#{zone}" if zone else ""), market

@@ -1,6 +1,6 @@
 """Prediction horizon experiments: motivation, error sensitivity and commitment level (SPEC §7 items 3-5).
 
-All three replay online policies on the jobs of `setups.job_episodes` through `setups.run_methods` (the
+All three replay online policies on the jobs of `market.windows.cut_windows` through `setups.run_methods` (the
 simulator is the single source of truth) and return **tidy per-job tables**: one row per (market, forecast
 error sigma, method, job) with the utility, cost, deadline flags, the policy and its parameters, the
 simulation seed and the set-up (`setups.describe`, columns `setup_*`). `summarize` turns them into means
@@ -46,13 +46,17 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from ..errors import ExperimentError
 from ..jobs.job import Job
+from ..market.episodes import Episodes
+from ..market.load import load_market
 from ..market.market import Market
+from ..market.named import MARKET_SPECS
+from ..market.windows import cut_windows
 from ..policies.registry import resolved_params
 from ..policies.select import ALGORITHMS, member_label
-from ..simulation.engine import Episodes
 from . import setups as su
-from .cells import Cell, Done, ExperimentError, Table, json_default
+from .cells import Cell, Done, Table, json_default
 from .cells import run as run_all
 from .outputs import FIGURE, declare
 
@@ -93,23 +97,24 @@ class Setup:
 
 def prepare(market: str | Market, spec: su.JobSpec | None = None, slot_hours: float = 1.0,
             hours: float = 24 * 21, market_seed: int = 0, stride_hours: float = 6.0, max_jobs: int | None = None,
-            history_hours: float = 168.0) -> Setup:
-    """The set-up of one market: a `setups.MARKET_SPECS` key (synthetic ones `hours` long, seeded by
-    `market_seed`) or a `Market`, the job `spec` sized to it and its jobs one after another."""
+            history_hours: float = 168.0, skip_hours: float | None = None) -> Setup:
+    """The set-up of one market: a `market.named.MARKET_SPECS` key (synthetic ones `hours` long, seeded by
+    `market_seed`) or a `Market`, the job `spec` sized to it and its jobs one after another (the first after
+    `skip_hours`, default the history: `market.windows.cut_windows`)."""
     spec = spec or su.JobSpec()
     if isinstance(market, Market):
         label, m = market.name, market
     elif isinstance(market, str):
-        label, m = market, su.load_market(market, slot_hours=slot_hours, hours=hours, seed=market_seed)
+        label, m = market, load_market(market, slot_hours=slot_hours, hours=hours, seed=market_seed)
     else:
-        raise ExperimentError(f"a market is a key of setups.MARKET_SPECS ({', '.join(su.MARKET_SPECS)}) or a Market "
-                              f"(got {market!r})")
+        raise ExperimentError(f"a market is a named market ({', '.join(MARKET_SPECS)}) or a Market (got {market!r})")
     if max_jobs is not None and (isinstance(max_jobs, bool) or int(max_jobs) != max_jobs or max_jobs < 1):
         raise ExperimentError(f"max_jobs must be a whole number >= 1 or None (got {max_jobs!r})")
     job = spec.job(m)
-    ep = su.job_episodes(m, job, stride_hours=stride_hours, max_jobs=max_jobs, history_hours=history_hours)
+    ep = cut_windows(m, stride_hours=stride_hours, horizon_hours=job.hard_deadline_h, max_jobs=max_jobs,
+                     history_hours=history_hours, skip_hours=skip_hours)
     desc = su.describe(job, m, ep)
-    synthetic = isinstance(market, str) and su.MARKET_SPECS[market].relpath is None
+    synthetic = isinstance(market, str) and MARKET_SPECS[market].relpath is None
     desc.update(market_key=label, market_seed=market_seed if synthetic else np.nan, stride_hours=stride_hours)
     return Setup(label, m, job, ep, desc)
 
@@ -249,8 +254,8 @@ def _select_from_members(setup: Setup, method: Method, known: Mapping[str, pd.Da
     compares the two)."""
     from ..policies.registry import make_policy
     from ..policies.select import replay_members, settled_slots, warmup_episodes
-    from ..simulation.runs import Semantics
-    from ..simulation.engine import horizon_slots
+    from ..policies.semantics import Semantics
+    from ..simulation.slots import horizon_slots
 
     sem = Semantics()  # the net `run_methods` simulates every cell under
     sel = make_policy(method.policy, dict(method.params)).unwrapped

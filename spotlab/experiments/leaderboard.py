@@ -25,15 +25,26 @@ import pandas as pd
 from ..data.catalogue import ADRS_ENVS, ADRS_LEADERBOARD_WINDOWS
 from ..data.locate import dataset_path
 from ..errors import TraceError
-from ..simulation.runs import Semantics, make_job
-from ..market.episodes import concat
+from ..jobs.job import make_job
+from ..market.episodes import Episodes, concat
+from ..market.load import load_market
 from ..market.market import Market
-from ..simulation.engine import Episodes, simulate
-from ..market.traces import load_sky_spot_observations, load_windows_csv
+from ..market.windows import cut_windows
+from ..market.windows_file import load_windows_csv
+from ..policies.semantics import Semantics
+from ..simulation.engine import simulate
 from .cells import append_rows
 from .outputs import declare
-from .published import (LEADERBOARD_DEADLINES, LEADERBOARD_OD_PRICE, LEADERBOARD_OVERHEADS, LEADERBOARD_PEERS,
-                        LEADERBOARD_SCORE_HIGH, LEADERBOARD_SCORE_LOW, LEADERBOARD_SPOT_PRICE, LEADERBOARD_WORK_HOURS)
+from .published import (
+    LEADERBOARD_DEADLINES,
+    LEADERBOARD_OD_PRICE,
+    LEADERBOARD_OVERHEADS,
+    LEADERBOARD_PEERS,
+    LEADERBOARD_SCORE_HIGH,
+    LEADERBOARD_SCORE_LOW,
+    LEADERBOARD_SPOT_PRICE,
+    LEADERBOARD_WORK_HOURS,
+)
 
 ADRS_DIR = "sky_spot_traces/adrs-cant-be-late-traces/"
 WINDOWS_RELPATH = ADRS_DIR + "leaderboard_windows.csv"
@@ -47,7 +58,7 @@ OD_PRICE = LEADERBOARD_OD_PRICE
 SPOT_PRICE = LEADERBOARD_SPOT_PRICE
 SCORE_HIGH = LEADERBOARD_SCORE_HIGH  # the leaderboard's all-on-demand anchor (score 0)
 SCORE_LOW = LEADERBOARD_SCORE_LOW  # its all-spot anchor (score 100)
-HISTORY_HOURS = 168.0  # the past an online policy may read before its window (as `runs.load_episodes`)
+HISTORY_HOURS = 168.0  # the past an online policy may read before its window (as `market.windows.cut_windows`)
 RUNS = len(ENVS) * len(WINDOWS) * len(DEADLINES) * len(OVERHEADS)
 
 # the peers' mean cost over the 1,080 runs and deadline-met fraction (`published.LEADERBOARD_PEERS`)
@@ -126,15 +137,13 @@ def trace_path(env: str, root: str | Path | None = None) -> Path:
 
 def env_market(env: str, root: str | Path | None = None) -> Market:
     """One env's ping_based trace at the leaderboard's prices."""
-    market = load_sky_spot_observations(trace_path(env, root), "preempted").to_market(None)
-    return market.with_prices(SPOT_PRICE, OD_PRICE)
+    return load_market(trace_path(env, root), convention="preempted", spot_price=SPOT_PRICE, od_price=OD_PRICE)
 
 
 def windows_episodes(market: Market, windows: pd.DataFrame) -> Episodes:
     """`windows` (start_tick, end_tick) of an env's market, with the week before each window as history (what
     an online policy may learn from)."""
-    history = int(round(HISTORY_HOURS / market.slot_hours))
-    return Episodes.from_windows(market, windows["start_tick"].to_numpy(), windows["end_tick"].to_numpy(), history)
+    return cut_windows(market, windows=windows, history_hours=HISTORY_HOURS)
 
 
 def episodes_for(env: str, windows: pd.DataFrame, root: str | Path | None = None) -> Episodes:
@@ -182,8 +191,8 @@ def run(
     """
     from tqdm import tqdm
 
-    from ..processes import worker_count
     from ..policies.registry import policy_class
+    from ..processes import worker_count
 
     params = dict(params or {})
     limit = dict(limit or {})

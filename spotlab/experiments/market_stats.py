@@ -16,8 +16,8 @@ import pandas as pd
 
 from ..data.locate import dataset_path
 from ..errors import TraceError
+from ..market.load import load_market, trace_zones
 from ..market.market import Market
-from ..market.traces import load_tidy_observations, tidy_zones
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,7 @@ def load_all_zones(
     keeps only the first hours of each zone (quick runs).
     """
     path = dataset_path(relpath)
-    present = tidy_zones(path)
+    present = trace_zones(path)
     if zones is None:  # a file's default zones (MarketFile.zones), else all
         zones = next((f.zones for f in MARKET_FILES.values() if f.relpath == relpath), None)
     wanted = present if zones is None else list(zones)
@@ -67,7 +67,7 @@ def load_all_zones(
         raise TraceError(f"{relpath}: no zone(s) {', '.join(missing)}; zones in the file: {', '.join(present)}")
     out: dict[str, Market] = {}
     for zone in wanted:
-        m = load_tidy_observations(path, zone).to_market(slot_hours)
+        m = load_market(path, zone=zone, slot_hours=slot_hours)
         if max_hours is not None:
             n = max(1, min(len(m), int(np.floor(max_hours / m.slot_hours + 1e-9))))
             m = m.window(0, n)

@@ -25,9 +25,12 @@ import pandas as pd
 
 from ..data.locate import dataset_path
 from ..market.market import Market
-from ..predict import evaluate_zones, make_predictor
+
+pass
+from ..market.load import trace_zones
 from ..predict.base import slots_per
-from ..market.traces import tidy_zones
+from ..predict.evaluate import evaluate_zones
+from ..predict.registry import make_predictor
 from .market_stats import MARKET_FILES, MarketFile, autocorrelation, load_all_zones
 from .outputs import FIGURE, declare
 
@@ -51,7 +54,7 @@ def load_markets(
     files = MARKET_FILES if files is None else files
     out: dict[str, dict[str, Market]] = {}
     for key, f in files.items():
-        zones = tidy_zones(dataset_path(f.relpath))[:zones_limit] if zones_limit else f.forecast_zones
+        zones = trace_zones(dataset_path(f.relpath))[:zones_limit] if zones_limit else f.forecast_zones
         out[key] = load_all_zones(f.relpath, slot_hours, zones=zones, max_hours=span_hours)
     return out
 

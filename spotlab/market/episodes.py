@@ -4,7 +4,7 @@ windows are cut from a trace (`Episodes.from_windows`, with `stride_starts` for 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from typing import Sequence
 
 import numpy as np
@@ -165,8 +165,9 @@ def _compact_int(values: np.ndarray) -> type:
 def _require_prices(m: Market) -> None:
     for ok, which in ((m.has_spot_price, "spot"), (m.has_od_price, "on-demand")):
         if not ok:
-            raise TraceError(f"{m.name}: the trace has no {which} price for some slots; give one "
-                             f"(CLI: --{which}-price P, Python: market.with_prices(...))")
+            raise TraceError(f"{m.name}: the trace has no {which} price for some slots; give one (CLI: --{which}-price"
+                             + (" or --spot-share" if which == "spot" else "") + "; Python: load_market(..., "
+                             + ("spot_price= or spot_share=" if which == "spot" else "od_price=") + "))")
 
 
 def stride_starts(n_slots: int, length: int, stride: int, skip: int = 0, max_jobs: int | None = None) -> np.ndarray:
@@ -174,3 +175,15 @@ def stride_starts(n_slots: int, length: int, stride: int, skip: int = 0, max_job
     as many as fit in `n_slots` (at most `max_jobs`). Empty when none fits."""
     starts = np.arange(int(skip), int(n_slots) - int(length) + 1, max(1, int(stride)), dtype=np.int64)
     return starts if max_jobs is None else starts[:int(max_jobs)]
+
+
+def episode_rows(ep: Episodes, rows: slice) -> Episodes:
+    """The windows `rows` of `ep` (views, no copy): every per-window field is cut alike."""
+    cut = {}
+    for f in fields(ep):
+        v = getattr(ep, f.name)
+        if isinstance(v, np.ndarray) and v.ndim >= 1 and v.shape[0] == ep.n:
+            cut[f.name] = v[rows]
+        elif isinstance(v, tuple) and len(v) == ep.n:
+            cut[f.name] = v[rows]
+    return replace(ep, **cut)

@@ -19,6 +19,8 @@ from ..errors import TraceError
 if TYPE_CHECKING:
     import pandas as pd
 
+MAX_PRICE = 1e9  # USD per GPU-hour: beyond this a run's cost can overflow to inf, so no source may state more
+
 
 @dataclass(frozen=True, eq=False)
 class Market:
@@ -56,6 +58,10 @@ class Market:
             if np.any(arr[np.isfinite(arr)] < 0):
                 bad = int(np.flatnonzero(np.isfinite(arr) & (arr < 0))[0])
                 raise TraceError(f"{self.name}: slot {bad}: negative {label} price {arr[bad]}")
+            if np.any(np.isinf(arr)) or np.any(arr[np.isfinite(arr)] > MAX_PRICE):
+                bad = int(np.flatnonzero(np.isinf(arr) | (np.nan_to_num(arr) > MAX_PRICE))[0])
+                raise TraceError(f"{self.name}: slot {bad}: {label} price {arr[bad]:g} is above {MAX_PRICE:g} USD "
+                                 "per GPU-hour")
         if not (np.isfinite(self.slot_hours) and self.slot_hours > 0):
             raise TraceError(f"{self.name}: slot length must be > 0 hours (got {self.slot_hours})")
         for arr in (avail, sp, od):
@@ -103,6 +109,8 @@ class Market:
             od_price=self.od_price[start:stop],
             start=new_start,
             name=f"{self.name}[{start}:{stop}]",
+            meta={**{k: v for k, v in self.meta.items() if k != "native_ticks"},
+                  "offset_slots": self.meta.get("offset_slots", 0) + start},
         )
 
 
@@ -180,7 +188,7 @@ def resample(obs: Observations, slot_hours: float | None = None) -> Market:
         requested=int(obs.requested),
         start=obs.origin + timedelta(seconds=float(obs.seconds[0])) if obs.origin is not None else None,
         name=obs.name,
-        meta=dict(obs.meta, native_step_seconds=step),
+        meta=dict(obs.meta, native_step_seconds=step, native_ticks=len(obs.seconds)),
     )
 
 

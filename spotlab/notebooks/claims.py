@@ -499,7 +499,7 @@ def main_comparison(out_dir: str | Path) -> Claim:
 # ---------------------------------------------------------------------- the marketplace (claims 2m, 7m)
 
 MARKETPLACE_FILE = "marketplace_h100"  # notebook 02's key (experiments.market_stats.MARKET_FILES)
-MARKETPLACE_MARKET = "marketplace"  # notebook 07's key (experiments.setups.MARKET_SPECS)
+MARKETPLACE_MARKET = "marketplace"  # notebook 07's key (market.named.MARKET_SPECS)
 MARKETPLACE_HORIZONS_H = (0.5, 1.0)  # claim 2m: the horizons asked about (hours): the next snapshot, two ahead
 
 SPEC_PREDICT_MP = _Spec("2m", "The GPU-cloud marketplace is predictable beyond persistence (nb 02)",

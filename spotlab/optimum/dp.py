@@ -44,7 +44,8 @@ import numpy as np
 
 from ..errors import SolverError
 from ..jobs.job import Job
-from .solve import BILLINGS, OptimumResult
+from .model import BILLINGS
+from .solve import OptimumResult
 
 LEVEL_TOL = 1e-9  # lost-time sums closer than this (hours) are the same level
 MAX_LEVELS = 20_000  # beyond this the DP is exact but not fast: `auto` leaves it to the MILP

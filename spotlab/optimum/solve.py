@@ -178,7 +178,9 @@ class OptimumProblem:
     def _best_incumbent(self, incumbents, avail, sp, od):
         """The best of the given schedules as (o, s, objective in the model's terms), replayed by the simulator
         (what it runs is what counts); None when none finishes where the job must."""
-        from ..simulation.engine import Episodes, SimSettings, simulate
+        from ..market.episodes import Episodes
+        from ..simulation.settings import SimSettings
+        from ..simulation.engine import simulate
 
         rows = [(np.asarray(o)[: self.horizon], np.asarray(s)[: self.horizon]) for o, s in incumbents]
         rows = [(o, s) for o, s in rows if o.shape == (self.horizon,) and s.shape == (self.horizon,)]

@@ -4,7 +4,3 @@ A new policy is one small module with a class (parameters in `__init__`, `reset(
 `act(obs) -> (on_demand, spot)`; the interface is `policies.base`) and one line in `REGISTRY`.
 `make_policy` puts the deadline safety net (`policies.safety_net`) around every online policy.
 """
-
-from .registry import REGISTRY, make_policy, policy_class
-
-__all__ = ["REGISTRY", "make_policy", "policy_class"]

@@ -224,10 +224,12 @@ import numpy as np
 from ..errors import PolicyError, PredictionError, SolverError
 from ..params import Boolean, Interval, Options, positive_hours
 from ..optimum.window import METHODS, TailForecast, WindowProblem, WindowState
-from ..predict import Forecaster, make_predictor, model_names
+from ..predict.forecaster import Forecaster
+from ..predict.registry import make_predictor, model_names
 from ..predict.oracle import AvailabilityOracle, NoisyOracle
 from ..predict.reversion import daily_profile, lag_slopes
-from .base import Context, Observation, OnlinePolicy
+from ..simulation.interface import Context, Observation
+from .base import OnlinePolicy
 from .uniform_progress import UniformProgress
 
 

@@ -7,7 +7,9 @@ GPUs under the deadline rules of `base.deadline_rules`.
 
 from __future__ import annotations
 
-from .base import Observation, OnlinePolicy, deadline_rules, spot_only
+from ..simulation.interface import Observation
+from .base import OnlinePolicy
+from .deadline import deadline_rules, spot_only
 
 
 class Greedy(OnlinePolicy):

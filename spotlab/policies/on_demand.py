@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Observation, OnlinePolicy
+from ..simulation.interface import Observation
+from .base import OnlinePolicy
 
 
 class OnDemand(OnlinePolicy):

@@ -27,12 +27,12 @@ from joblib import Parallel, delayed
 from tqdm.auto import tqdm
 
 from ..errors import PolicyError
-from ..optimum import OptimumProblem
+from ..optimum.solve import OptimumProblem
 from ..optimum.dp import AllocationRelaxation, FixedCountDP, ParetoLabelDP, TooManyLabels, exact_dp
 from ..optimum.solve import DEFAULT_GAP
 from ..processes import worker_count
 from ..params import Boolean, Interval, Options, Params
-from .base import Context, Observation
+from ..simulation.interface import Context, Observation
 
 METHODS = ("auto", "dp", "milp")
 

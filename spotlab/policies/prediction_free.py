@@ -88,7 +88,10 @@ from numbers import Real
 import numpy as np
 
 from ..params import Interval
-from .base import EPS, Context, Observation, OnlinePolicy, deadline_rules
+from ..simulation.slots import EPS
+from .base import OnlinePolicy
+from ..simulation.interface import Context, Observation
+from .deadline import deadline_rules
 
 
 class PredictionFree(OnlinePolicy):

@@ -27,8 +27,10 @@ import numpy as np
 
 from ..errors import PolicyError
 from ..jobs.job import Job
-from .base import (EPS, NET_VARIANTS, Context, Observation, ceil_slots, check_action, deadline_pressure, floor_slots,
-                   not_worth_finishing)
+from ..simulation.slots import EPS
+from ..simulation.interface import NET_VARIANTS, Context, Observation, check_action
+from ..simulation.slots import ceil_slots, floor_slots
+from .deadline import deadline_pressure, not_worth_finishing
 
 
 def _too_late_after(job: Job, obs: Observation, o: np.ndarray, s: np.ndarray, slot_hours: float) -> np.ndarray:

@@ -102,8 +102,10 @@ from ..errors import PolicyError
 from ..market.market import Market
 from ..processes import worker_count
 from ..params import Boolean, Interval, Options
-from ..simulation.engine import Episodes, simulate
-from .base import Context, Observation, OnlinePolicy
+from ..market.episodes import Episodes
+from ..simulation.engine import simulate
+from ..simulation.interface import Context, Observation
+from .base import OnlinePolicy
 from .hedge import OWN_RATE, SELECTORS, SelectionRun, loglog_slope, warm_started
 from .registry import REGISTRY, make_policy, policy_class
 

@@ -60,7 +60,10 @@ from numbers import Real
 import numpy as np
 
 from ..params import Interval
-from .base import Context, Observation, OnlinePolicy, deadline_rules, floor_slots, spot_only
+from ..simulation.interface import Context, Observation
+from .base import OnlinePolicy
+from .deadline import deadline_rules, spot_only
+from ..simulation.slots import floor_slots
 
 
 class SlackReserve(OnlinePolicy):

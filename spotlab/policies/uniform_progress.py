@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import EPS, Observation, OnlinePolicy, deadline_rules, spot_only
+from ..simulation.slots import EPS
+from .base import OnlinePolicy
+from ..simulation.interface import Observation
+from .deadline import deadline_rules, spot_only
 
 
 class UniformProgress(OnlinePolicy):

@@ -5,15 +5,3 @@ forecast h = 1..w, quantiles, cheap `update`). `make_predictor("arima", order=(1
 name; `evaluate.rolling_origin` scores it without look-ahead; `oracle.NoisyOracle` is the controlled-error
 forecast for sensitivity sweeps.
 """
-
-from __future__ import annotations
-
-from .base import Predictor
-from .evaluate import RollingResult, TargetSeries, compare, evaluate_zones, rolling_origin, target_series
-from .forecaster import Forecaster
-from .oracle import AvailabilityOracle, NoisyOracle
-from .registry import MODELS, make_predictor, model_names, predictor_class
-
-__all__ = ["MODELS", "AvailabilityOracle", "Forecaster", "NoisyOracle", "Predictor", "RollingResult",
-           "TargetSeries", "compare", "evaluate_zones", "make_predictor", "model_names", "predictor_class",
-           "rolling_origin", "target_series"]

@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..errors import PredictionError
-from ..registry import Params
+from ..params import Params
 
 MIN_RESIDUALS = 5  # fewer in-sample errors than this at a horizon -> borrow the spread of a shorter one
 

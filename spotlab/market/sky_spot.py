@@ -1,0 +1,132 @@
+"""The sky_spot JSON trace format (the Can't Be Late simulator's)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..errors import TraceError
+from .market import Observations
+from .text_file import read_trace_text
+
+if TYPE_CHECKING:
+    pass
+
+
+CONVENTIONS = ("preempted", "available")
+
+
+def load_sky_spot_observations(
+    path: str | Path, convention: str = "preempted", requested: int | None = None
+) -> Observations:
+    """Raw ticks of a sky_spot JSON trace (see the module docstring for `convention`)."""
+    path = Path(path)
+    if convention not in CONVENTIONS:
+        raise TraceError(f"unknown JSON convention {convention!r}; use one of {', '.join(CONVENTIONS)}")
+    text = read_trace_text(path)
+    if not text.strip():
+        raise TraceError(f"{path}: empty file")
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise TraceError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
+    if not isinstance(obj, dict) or "data" not in obj:
+        raise TraceError(f"{path}: a sky_spot trace is a JSON object with a 'data' list (and 'metadata.gap_seconds')")
+    meta = obj.get("metadata") or {}
+    gap = meta.get("gap_seconds") if isinstance(meta, dict) else None
+    if not isinstance(gap, (int, float)) or isinstance(gap, bool) or not np.isfinite(gap) or gap <= 0:
+        raise TraceError(f"{path}: metadata.gap_seconds must be a positive number (got {gap!r})")
+    data = obj["data"]
+    if not isinstance(data, list) or not data:
+        raise TraceError(f"{path}: 'data' must be a non-empty list")
+    bad = [i for i, v in enumerate(data) if isinstance(v, bool) or not isinstance(v, (int, float)) or v != int(v) or v < 0]
+    if bad:
+        raise TraceError(f"{path}: data[{bad[0]}] = {data[bad[0]]!r} is not a non-negative whole number")
+    vals = np.asarray(data, dtype=np.int64)
+    if convention == "preempted":
+        if vals.max() > 1:
+            i = int(np.argmax(vals > 1))
+            raise TraceError(
+                f"{path}: data[{i}] = {vals[i]} but the 'preempted' convention (1 = unavailable) allows only 0/1; "
+                "this looks like a count of available instances: load it with convention='available' "
+                "(CLI: --json-convention available)"
+            )
+        avail = 1 - vals
+        req = 1 if requested is None else int(requested)
+    else:
+        req = int(max(vals.max(), 1) if requested is None else requested)
+        avail = vals
+        if vals.max() > req:
+            i = int(np.argmax(vals > req))
+            raise TraceError(f"{path}: data[{i}] = {vals[i]} is above the {req} instances requested")
+    n = len(vals)
+    spot = np.full(n, np.nan)
+    od = np.full(n, np.nan)
+    per_instance = _gpus_per_instance(meta)
+    if "prices" in obj and obj["prices"] is not None:
+        prices = obj["prices"]
+        if not isinstance(prices, list) or len(prices) != n:
+            raise TraceError(f"{path}: 'prices' must be a list as long as 'data' ({n}), got {len(prices) if isinstance(prices, list) else type(prices).__name__}")
+        try:
+            spot = np.asarray(prices, dtype=float) / per_instance
+        except (TypeError, ValueError):
+            raise TraceError(f"{path}: 'prices' holds a non-number") from None
+        badp = np.flatnonzero(~np.isfinite(spot) | (spot < 0))
+        if badp.size:
+            raise TraceError(f"{path}: prices[{badp[0]}] = {prices[badp[0]]!r} is not a valid price (NaN or negative)")
+    info = meta.get("price_info") if isinstance(meta, dict) else None
+    if isinstance(info, dict) and isinstance(info.get("on_demand_price"), (int, float)):
+        od[:] = float(info["on_demand_price"]) / per_instance
+    origin = None
+    start = meta.get("start_time") if isinstance(meta, dict) else None
+    if isinstance(start, str):
+        import pandas as pd
+
+        ts = pd.to_datetime(start, utc=True, errors="coerce")
+        origin = None if pd.isna(ts) else ts
+    return Observations(
+        seconds=np.arange(n) * float(gap),
+        avail=avail,
+        spot_price=spot,
+        od_price=od,
+        requested=req,
+        origin=origin,
+        name=path.name.removesuffix(".json"),
+        step_seconds=float(gap),
+        meta={"source": str(path), "convention": convention, "gpus_per_instance": per_instance},
+    )
+
+
+def _gpus_per_instance(meta: dict) -> float:
+    """Prices in sky_spot files are per machine; divide by its GPUs to get USD per GPU-hour."""
+    info = meta.get("price_info") if isinstance(meta, dict) else None
+    if isinstance(info, dict):
+        for comp in info.get("components") or []:
+            if isinstance(comp, dict) and comp.get("label") == "gpu" and isinstance(comp.get("quantity"), (int, float)):
+                if comp["quantity"] > 0:
+                    return float(comp["quantity"])
+    return 1.0
+
+
+def is_json_trace(path: str | Path) -> bool:
+    """sky_spot JSON traces start with '{'; tidy traces are CSV (possibly gzip'd). A marketplace JSONL file
+    starts with '{' too: `load.trace_format` tells it apart first."""
+    path = Path(path)
+    head = b""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(2)
+        opener = gzip.open if head == b"\x1f\x8b" else open
+        with opener(path, "rb") as fh:
+            return fh.read(256).lstrip()[:1] in (b"{", b"[")
+    except FileNotFoundError:
+        raise TraceError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise TraceError(f"{path}: is a directory, expected a trace file") from None
+    except (OSError, EOFError) as exc:
+        what = "corrupt gzip file" if head == b"\x1f\x8b" else "cannot be read"
+        raise TraceError(f"{path}: {what} ({exc})") from None
