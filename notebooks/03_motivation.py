@@ -16,7 +16,7 @@
 # σ = `sigmas[-1]` an inaccurate forecast. A2 is the prediction-free rule with its default parameters
 # (θ = 0.6, progress line to 0.8 d). Uniform Progress (Can't Be Late) is the strongest simple baseline and
 # the hindsight optimum (`optimal`, `must_finish=False`, re-simulated) the upper bound. Each market is cut
-# into jobs one after another (`setups.job_episodes`: a job every `stride_hours`, each with a week of
+# into jobs one after another (`spotlab.market.windows.cut_windows`: a job every `stride_hours`, each with a week of
 # history); every method replays the same jobs, so per-job differences are paired.
 #
 # Markets: the real GCP H100 trace (availability varies, list prices constant — the forecast matters for

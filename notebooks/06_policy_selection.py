@@ -33,7 +33,7 @@
 # %% tags=["parameters"]
 out_dir = "paper_figures"
 quick = False  # synthetic calm market, quick pool, 12 rounds: a smoke run in seconds
-market = "volatile"  # a key of spotlab.experiments.setups.MARKET_SPECS
+market = "volatile"  # a named market (spotlab.market.named.MARKET_SPECS)
 hours = 24 * 30  # length of a synthetic market (real traces: ignored)
 pool = "default"  # "default" (5 members), "wide" (11), "quick" (5) or a list of (policy, params)
 algorithms = ["flipflop", "flipflop-cold", "adahedge", "hedge", "exp3"]  # the first drives the replay; "-cold": no warm-up

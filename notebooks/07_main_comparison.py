@@ -12,7 +12,7 @@
 # 54.8% in utility over the best baseline. Here every method runs the same jobs (a job every
 # `stride_hours`, `setups.JobSpec`) on the four real traces (GCP H100, AWS V100 p3.2xlarge with real spot
 # prices, AWS V100 16-node counts, GCP A100; assumed prices where a trace has none, see
-# `setups.MARKET_SPECS`), on a GPU-cloud marketplace (H100 SXM5, market-wide, `spotlab.market.marketplace`: real prices
+# `spotlab.market.named.MARKET_SPECS`), on a GPU-cloud marketplace (H100 SXM5, market-wide, `spotlab.market.marketplace`: real prices
 # and listed capacity; claim 7m of the report) and on the calm and volatile synthetic regimes:
 #
 # - A3: `select` over the default pool (FlipFlop: follow the leader, Hedge with the AdaHedge rate when that costs; full information);
@@ -28,7 +28,7 @@
 # %% tags=["parameters"]
 out_dir = "paper_figures"
 quick = False  # calm + volatile synthetic markets, 3 jobs each, quick pool: a smoke run in seconds
-markets = ["h100", "v100_prices", "v100_16", "a100", "marketplace", "calm", "volatile"]  # setups.MARKET_SPECS keys or paths
+markets = ["h100", "v100_prices", "v100_16", "a100", "marketplace", "calm", "volatile"]  # named markets (spotlab.market.named) or trace paths
 od_price = None  # your trace without prices: assumed on-demand USD per GPU-hour (None: the trace's)
 spot_share = None  # ... and its spot price as a share of on-demand (e.g. 0.3)
 pool = "default"  # A3's pool
@@ -59,6 +59,7 @@ from spotlab.experiments import comparison as cmp
 from spotlab.experiments import figures as figs
 from spotlab.experiments import setups
 from spotlab.experiments.comparison import MAIN as OUT
+from spotlab.market.named import MARKET_SPECS
 
 sns.set_theme(style="whitegrid", context="notebook")
 out = Path(out_dir)
@@ -120,7 +121,7 @@ for ax, key in zip(axes.flat, mk):
     for bar, m in zip(bars, order):
         bar.set_hatch("//" if m == "optimal" else "")
     ax.axhline(0, color="k", lw=0.8)
-    title = setups.MARKET_SPECS[key].title if key in setups.MARKET_SPECS else key
+    title = MARKET_SPECS[key].title if key in MARKET_SPECS else key
     ax.set_title(f"{key}: {title}\n{int(sub['jobs'].max())} jobs", fontsize=8, loc="left")
     ax.set_xticks(x, order, rotation=40, ha="right", fontsize=7)
     ax.set_ylabel("mean utility per job (USD)")

@@ -10,7 +10,7 @@ A `Table` says where the rows go and when a cell found there is finished (how ma
 `run` reads the table once, reuses the finished cells, computes the others (in `n_jobs` joblib workers when
 asked, with a progress bar) and appends each cell's rows in one write from the main process, so a killed run
 loses only the cells in flight; a torn last line is dropped before the next append. On Ctrl-C or SIGTERM
-(`parallel.stop_on_sigterm`) joblib ends its workers and the exception goes on to the caller.
+(`processes.stop_on_sigterm`) joblib ends its workers and the exception goes on to the caller.
 
 Why not `joblib.Memory`: it pickles each call's result into a cache folder of its own, not rows into the CSV
 that the figures and the claims read, so that table would neither grow as cells finish nor be what resumes.

@@ -7,69 +7,30 @@ from a documented analytical model of synchronous data-parallel training (below)
 (`load_measured`) can replace them. `paper_profiles()` / `job_throughput()` are the one source of the
 job model's throughput in notebooks 03-07.
 
-Units
------
-- Raw throughput: **tokens per second** summed over all GPUs (`profile(...)["throughput"]`, `LinearFit.alpha/beta`
-  when fitted to a profile; a measured CSV keeps whatever unit it is in).
-- Job model (`spotlab.jobs.job`): work is counted in "what one GPU does in one hour", so the job's throughput is
-  the raw throughput divided by the single-GPU throughput `H_raw(1)`: `H(1) ~ 1` and `H(n)` is the speed-up
-  in **one-GPU-hours of work per hour**. `LinearFit.throughput()` returns that `spotlab.jobs.job.Throughput`
-  (`unit_rate` = the raw single-GPU throughput it divides by; pass another GPU's rate to count work in that
-  GPU's hours instead).
+Units: raw throughput is **tokens per second** summed over all GPUs (`profile(...)["throughput"]`,
+`LinearFit.alpha/beta` when fitted to a profile; a measured CSV keeps its own unit). The job model
+(`spotlab.jobs.job`) counts work in "what one GPU does in one hour": `LinearFit.throughput()` divides by the raw
+single-GPU throughput `H_raw(1)` (its `unit_rate`; pass another GPU's rate to count in that GPU's hours), so
+`H(1) ~ 1` and `H(n)` is the speed-up in **one-GPU-hours of work per hour**.
 
-Analytical model of one optimiser step on n GPUs (each GPU processes `tokens_per_gpu` tokens per step)
---------------------------------------------------------------------------------------------------------
+One optimiser step on n GPUs, each processing `tokens_per_gpu` tokens:
+
     compute_s  = flops_per_token * tokens_per_gpu / (peak * mfu)
     sync_s     = compute_s * jitter_cv * E[max of n standard normals]      (wait for the slowest GPU)
     comm_s     = buckets * 2 (n-1) * latency + 2 (n-1)/n * grad_bytes / bandwidth   (ring all-reduce)
     step_time  = compute_s + sync_s + comm_s + overhead_s
     H_raw(n)   = n * tokens_per_gpu / step_time                              (tokens / s)
 
-- FLOPs per token. Training a dense transformer costs ~6 N FLOPs per token for N matmul parameters:
-  2N forward, 2N backward for the activation gradients and 2N for the weight gradients [Kaplan et al. 2020,
-  "Scaling Laws for Neural Language Models", arXiv:2001.08361 §2.1; Narayanan et al. 2021, "Efficient
-  Large-Scale Language Model Training on GPU Clusters Using Megatron-LM", arXiv:2104.04473 §5.1]. With LoRA
-  [Hu et al. 2021, arXiv:2106.09685] the pretrained weights are frozen, so their weight-gradient matmuls
-  (2N) are skipped, while the activation gradients must still flow back through every layer to reach the
-  adapters: ~4 N per token, plus 6 N_lora for the adapters themselves. Attention scores add 12 L s d per
-  token for forward + backward (s = sequence length, d = hidden size, L = layers) [Chowdhery et al. 2022,
-  "PaLM", arXiv:2204.02311 App. B]. Activation recomputation (`recompute=True`) adds one more forward
-  (2 N + 4 L s d). N excludes the input embedding table (a lookup, not a matmul).
-- GPU peak: dense BF16 tensor-core TFLOPS from NVIDIA's datasheets (see `GPUS`).
-- Achieved utilisation `mfu`: the fraction of that peak the executed FLOPs run at. Well-tuned large-model
-  pre-training reaches ~0.46-0.52 [PaLM 46.2% MFU; Megatron-LM 52% of A100 peak, arXiv:2104.04473].
-  LoRA fine-tuning of a 6-7B model with small micro-batches and unfused adapter kernels reaches less:
-  **assumption** 0.40 on A100 and 0.35 on H100 (H100 peak grows 3.2x over A100 but memory bandwidth only
-  1.6x, so the memory-bound part of a small-batch step weighs more).
-- Stragglers: a synchronous step ends when the slowest GPU is done. With per-GPU step times i.i.d. normal
-  with coefficient of variation `jitter_cv`, the expected slowest of n is `mean * (1 + cv * e_n)` where
-  e_n is the expected maximum of n standard normals (order statistics; e_1 = 0, e_8 = 1.42) [Dean and
-  Barroso 2013, "The Tail at Scale", CACM 56(2)]. `jitter_cv = 0.03` is an **assumption** (a few percent
-  of step-time variation from data-dependent kernels, data loading and clock throttling).
-- All-reduce: PyTorch DDP all-reduces the gradients of the *trainable* parameters in buckets of 25 MB
-  [PyTorch DDP docs, `bucket_cap_mb=25`]; a ring all-reduce of B bytes over n GPUs costs
-  `2 (n-1) latency + 2 (n-1)/n B / bandwidth` [Thakur, Rabenseifner and Gropp 2005, "Optimization of
-  Collective Communication Operations in MPICH", IJHPCA 19(1); Patarasuk and Yuan 2009]. LoRA gradients
-  are a few MB (fp32), so this term is tiny: LoRA scales almost linearly, and the fit's beta is small.
-  Counted as not overlapped with the backward pass (conservative). Within a node the bandwidth is
-  NVLink (per direction: half the datasheet's bidirectional figure); beyond `gpus_per_node` it is the
-  node's network bandwidth per GPU. Per-hop latencies (5 us NVLink, 10 us InfiniBand) are **assumptions**.
-- `overhead_s`: fixed time per step that does not shrink with more GPUs (optimizer step over the adapters,
-  data loading, logging, kernel launches): **assumption** 50 ms.
-
-Full fine-tuning (`TrainSetup(method="full")`, used by the CoTune run generator)
--------------------------------------------------------------------------------
-Every weight is trained: 6 N FLOPs per token plus attention [Kaplan et al. 2020]. Model states are sharded over
-the n GPUs as in PyTorch FSDP / ZeRO-3 [Rajbhandari et al. 2020, "ZeRO", arXiv:1910.02054 §5]: 16 bytes per
-parameter (BF16 weights and gradients, fp32 master weights and two Adam moments) divided by n. Its traffic per
-step is a reduce-scatter of the gradients and two all-gathers of the weights (forward and backward), each
-(n-1)/n of the BF16 model size: 1.5x the ring all-reduce of the same bytes [ZeRO §7.2.2].
-
-Utilisation vs micro-batch (`mfu_half_tokens`, off by default)
----------------------------------------------------------------
-Small micro-batches leave the GPU memory-bound, so achieved utilisation grows with the tokens of one
-micro-step t and saturates: `mfu(t) = mfu * t / (t + mfu_half_tokens)` (a saturating curve; the half-point
-is an **assumption** set by the caller; 0 keeps `mfu` constant as in the paper's profiles).
+FLOPs per token: LoRA 4 N + 6 N_lora + 12 L s d (frozen weights skip their weight gradients), full fine-tuning
+6 N + 12 L s d (`TrainSetup(method="full")`, model states FSDP-sharded over the n GPUs, 1.5x the all-reduce's
+traffic), plus a forward with `recompute=True`; N excludes the input embedding table. GPU peaks are dense BF16
+datasheet figures (`GPUS`). DDP all-reduces the trainable gradients in 25 MB buckets, not overlapped with the
+backward pass (conservative), over NVLink within a node (per direction) and the node's network per GPU beyond
+`gpus_per_node`. Stragglers: e_n, the expected maximum of n standard normals (e_8 = 1.42). Assumptions:
+`mfu` 0.40 on A100 and 0.35 on H100, `jitter_cv = 0.03`, per-hop latencies 5 us (NVLink) and 10 us (InfiniBand),
+`overhead_s` 50 ms, and optionally utilisation growing with the micro-batch, `mfu(t) = mfu * t / (t +
+mfu_half_tokens)` (0 keeps it constant, as in the paper's profiles). The derivation of each term, its sources
+and why each assumption: docs/decisions/throughput-profiles.md.
 """
 
 from __future__ import annotations
@@ -296,10 +257,10 @@ def achieved_mfu(gpu: str | GPUSpec, setup: TrainSetup | None = None) -> float:
 def memory_gb(model: str | ModelSpec, setup: TrainSetup | None = None, n: int = 1) -> float:
     """Rough peak memory per GPU (GB) on n GPUs. LoRA: BF16 frozen weights, fp32 adapters with gradients and
     Adam states (16 bytes per trainable parameter); full: 16 bytes per parameter sharded over the n GPUs
-    (module doc). Plus activations per layer `s b d (34 + 5 a s / d)` bytes [Korthikanti et al. 2022,
-    "Reducing Activation Recomputation in Large Transformer Models", arXiv:2205.05198 §4] (without the
-    `5 a s / d` attention-matrix term under FlashAttention; only the `2 s b d` layer inputs kept under
-    recomputation)."""
+    (docs/decisions/throughput-profiles.md). Plus activations per layer `s b d (34 + 5 a s / d)` bytes
+    [Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models", arXiv:2205.05198
+    §4] (without the `5 a s / d` attention-matrix term under FlashAttention; only the `2 s b d` layer inputs
+    kept under recomputation)."""
     m, s = _model(model), setup or TrainSetup()
     if int(n) != n or n < 1:
         raise ProfileError(f"GPU count must be an integer >= 1 (got {n})")

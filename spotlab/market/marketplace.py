@@ -9,62 +9,29 @@ GPU and the provider of the cheapest one, flagged ``spot`` when that offer is in
 Spot and on-demand offers are mixed in these summaries, so turning them into SPEC §2's market (spot price
 ``p_t``, spot GPUs ``a_t`` one can hold, on-demand price ``p_o``) is a modelling choice. Ours:
 
-Zones. A zone is ``"all"`` (the market-wide view: a user renting wherever it is cheapest) or one provider
-(``"datacrunch"``, ``"runpod"``, ...; `marketplace_zones` lists them).
+- Zones: ``"all"`` (the market-wide view: a user renting wherever it is cheapest) or one provider
+  (``"datacrunch"``, ``"runpod"``, ...; `marketplace_zones` lists them).
+- On-demand price: the **median** listed price per GPU-hour (``price_stats.median``); for a provider its
+  **mean** (``by_provider.avg``; the summaries give no per-provider median). The typical listing is what one
+  pays for a GPU that is not taken away; it is carried per slot.
+- Spot price (``spot=``): ``"flagged"`` (default) the cheapest offer flagged interruptible where the snapshot
+  has one, else the **cheapest decile** (``p10``) for ``"all"`` and the provider's ``min`` for a provider;
+  ``"p10"``, ``"p25"`` (``"all"`` only), ``"min"``: that statistic always. Capped at the on-demand price of the
+  same snapshot (nobody pays more for an interruptible GPU than for a guaranteed one).
+- Spot GPUs (``capacity=``), capped at ``requested`` (default 8 = the jobs' N_max): ``"tier"`` (default) the
+  GPUs listed **at the spot price** (within ``tier_tol``, default 5%; a size counts once, or ``size × count``
+  when its mean is that cheap too; with a flagged price only flagged offers), the count the price belongs to;
+  ``"gpus"`` every GPU listed at any price; ``"offers"`` listed configurations. For a provider these are lower
+  bounds (``by_config`` names only each size's cheapest provider). A provider absent from a snapshot has 0 GPUs
+  there and its prices carry over from its previous (else first) snapshot, so a price is never undefined.
+- Gaps between snapshots (up to 5.6 h): every observation holds until the next, so on a slot grid availability
+  is the minimum over the slot and prices the time-weighted mean (`spotlab.market`). ``gaps="hold"`` (default)
+  lets the last snapshot hold through a gap, as for every other trace; ``gaps="unavailable"`` holds it for at
+  most ``max_gap_hours`` (default 1 h) and leaves the rest of a longer gap without spot GPUs (prices held).
+  Either way the gaps are counted in ``Market.meta`` (``gaps_over_max``, ``gap_hours``).
 
-On-demand price: the market's **median** listed price per GPU-hour (``price_stats.median``); for a provider
-its **mean** listed price (``by_provider.avg``; the summaries give no per-provider median). The typical
-listing is what one pays for a GPU that is not taken away. It moves a little from snapshot to snapshot
-(coefficient of variation 6-8%), so the market carries it per slot. A provider whose listings are mostly
-interruptible (DataCrunch) has a mean that is itself nearly a spot price, so its spot discount is small:
-the market-wide zone is the one whose on-demand price is the typical guaranteed listing.
-
-Spot price (``spot=``):
-
-- ``"flagged"`` (default): the cheapest offer flagged interruptible where the snapshot has one (DataCrunch
-  from 2025-11-07, Prime Compute H100 intermittently); else a proxy: the **cheapest decile** (``p10``) for
-  ``"all"``, the provider's cheapest listing (``min``) for a provider. The flagged offer is the real thing;
-  where there is none, the cheap tail is what a price-sensitive user who accepts whatever is cheapest gets,
-  and p10 rather than the minimum keeps a single odd listing from setting the price.
-- ``"p10"``, ``"p25"``, ``"min"``: that statistic always (``p10``/``p25`` only for ``"all"``: the
-  provider summaries have min and mean only).
-
-The spot price is capped at the on-demand price of the same snapshot (nobody pays more for an interruptible
-GPU than for a guaranteed one); with the default rule the cap never binds on the four published files
-(flagged offers cost 0.52-1.10 $/GPU-h against medians of 1.35-2.71). For calibration only: on Vast.ai the
-median interruptible/on-demand ratio was about 0.64 (A100 80GB) and 0.73 (H100) (the data README); the
-default mapping gives trace-mean spot/on-demand ratios of 0.65 (A100 PCIe), 0.68 (A100 SXM4), 0.85 (H100
-PCIe, no flagged offers: p10 is close to the median there) and 0.52 (H100 SXM5) on the four files.
-
-Spot availability (``capacity=``), in GPUs, capped at ``requested`` (like the probes of the other traces:
-the question is "can I hold up to `requested` GPUs", default 8 = the jobs' N_max):
-
-- ``"tier"`` (default): the GPUs listed **at the spot price** (within ``tier_tol``, default 5%): a size
-  whose cheapest listing is that cheap counts its size once, and ``size × count`` when its mean is that cheap
-  too (then every listing of that size is). With a flagged spot price only flagged offers count. This is a
-  lower bound (the summaries do not say how many other listings share the minimum), and it is the count the
-  spot price belongs to: the price and the GPUs of a slot describe the same offers, as SPEC §2 needs.
-- ``"gpus"``: every GPU listed at any price (``size × count`` over ``by_config``, the README's suggestion).
-  It over-counts nested offers (one 192-GPU cluster listed as 16x, 24x, ..., 192x) and, capped at 8, it is
-  almost always full: a market-wide depth, not what is cheap.
-- ``"offers"``: listed configurations (``availability.total``; a provider's ``count``).
-
-For a provider, ``by_config`` names only the provider of each size's cheapest listing, so its GPUs are a
-lower bound: ``"gpus"`` = the sizes where it is the cheapest plus one GPU for each of its other listings;
-``"tier"`` = the same when its mean price is within ``tier_tol`` of its spot price (all its listings are
-that cheap), else the sizes where it is the cheapest at its spot price (at least one GPU: its own cheapest
-listing). A provider absent from a snapshot has 0
-GPUs there and its prices carry over from its previous snapshot (before its first one: from its first one),
-so that a schedule never meets an undefined price; the GPUs say it cannot be rented.
-
-Snapshot gaps. Snapshots come every 29.6 min (median), with 35 gaps over 2 h (up to 5.6 h) that together
-span 138 h, 21% of the 658 h. The resampler of `spotlab.market.market` treats every observation as holding until
-the next, so on a slot grid of ``slot_hours`` availability is the minimum over the slot and prices the
-time-weighted mean; in a gap the last snapshot holds (``gaps="hold"``, default: the same rule as for every
-other trace, and the last thing seen is the best guess; it does flatter persistence forecasts). With
-``gaps="unavailable"`` a snapshot holds for at most ``max_gap_hours`` (default 1 h, two snapshots' spacing)
-and the rest of a longer gap has no spot GPUs (prices held): the cautious reading that what was not seen
-cannot be rented. Either way the gaps are counted in ``Market.meta`` (``gaps_over_max``, ``gap_hours``).
+Why each choice, the alternatives and the figures of the four published files (spot/on-demand ratios, gaps):
+docs/decisions/marketplace-mapping.md.
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ def run_notebook(src: Path, build: Path, out_dir: Path, quick: bool, extra: dict
 
     `progress` shows a bar of the notebook's cells (None: when stderr is a terminal); `html_dir` gets a
     readable HTML copy of the executed notebook, figures included (also for a notebook that is not re-run);
-    `threads` caps the kernel's numerical thread pools (`notebook_exec.kernel_manager_logging_to`)."""
+    `threads` caps the kernel's numerical thread pools (`execute.kernel_manager_logging_to`)."""
     import jupytext
     import papermill as pm
 

@@ -5,7 +5,7 @@
 - `AllocationRelaxation`: for any job, an upper bound on the optimum and near-optimal schedules (the MILP's
   warm start and outside bound when no DP applies). `exact_dp` picks the DP that applies.
 
-All three follow the simulator's rules (`simulator.py`) and the MILP's value and billing conventions
+All three follow the simulator's rules (`spotlab.simulation.engine`) and the MILP's value and billing conventions
 (`model.py`), and return `OptimumResult`s like `OptimumProblem.solve_window`.
 
 Fixed GPU count. When `N_min == N_max = N` (the Can't Be Late setting is N = 1) every running slot has the same throughput

@@ -6,56 +6,35 @@ the previous slot and the overhead still pending) and forecasts of availability 
 w slots. The window problem is the offline model of `model.py` on those w slots, started from that state,
 followed by what happens after the window [ours]:
 
-- **The tail.** The time from the end of the window to the hard deadline is cut into at most `blocks`
-  blocks (one per slot when they fit, else finer after the soft deadline, where the value falls). In each
-  block the job may buy on-demand GPU-hours at the on-demand price and *expected* spot GPU-hours at the
-  expected spot price, up to the spot capacity the policy expects there (`TailForecast`, from the trace's
-  past: a certainty-equivalent view of what it cannot forecast). The work g GPU-hours give in a block of L
-  hours is at most L times the concave envelope of H at g / L (`work_segments`): the block may mix the
-  job's GPU counts, but not do better than that, so with beta > 0 many GPUs do less per GPU-hour than few.
-  The job's value is taken at the end of the block in which it finishes, as in the window's slots. The
-  hours the job is expected to stand still in restarts there (`TailForecast.stalled_hours`) are not hours
-  it can work in.
-- **Why not a terminal value.** A terminal value of the work left at the window's end prices it at one
-  reference price and values it at the earliest possible completion. Both are optimistic exactly when it
-  matters: the work left may only fit before the soft deadline on on-demand GPUs, and a plan that counts on
-  finishing it cheaply later defers it, then meets the deadline on on-demand GPUs or misses it (on a real
-  H100 zone, CHC with perfect window forecasts fell below uniform progress). The tail prices the work left
-  by when it can still be done, with the capacity that time offers.
-- **Finishing.** A job that must finish (the default) pays `finish_penalty` if the plan leaves it unfinished
-  at the hard deadline (a soft constraint: the problem is always feasible, so a solver that finds no
-  schedule is a bug or a time-out, never an expected outcome), and `shortfall_price` per unit of work beyond
-  what the window and the whole tail can do, so that a plan that cannot finish in the model does all it can
-  rather than the cheapest nothing. `must_finish=False` drops both: the plan then weighs finishing against the
-  miss penalty, as the utility does.
-- **The safety net.** The deadline safety net of the simulator forces N_max on-demand GPUs at the start of
-  any slot where the remaining work can only just be finished by the hard deadline. The plan respects it:
-  at the start of each later slot of the window, either the net does not fire there or the plan runs N_max
-  on-demand GPUs (what the net would impose), so a plan never counts on a slot the net would override. A job
-  that need not finish (`must_finish=False`) inside a net (the net's give-up) may also stop there: nothing runs
-  from then on and it earns minus the miss penalty. Why: the net with give-up stops a job whose finishing on
-  demand costs more than it is worth; a plan that only knew the on-demand rescue drove such a job to the end on
-  on-demand GPUs (GCP H100 europe-west3-c, a 12-h job worth 0.63 x its on-demand cost, whole-job window, perfect
-  forecasts: 39.1 $/job against the optimum's 126.5; 126.4 now). Only there, as late as the net decides, and
-  never in the tail, which must still finish: a plan that could stop on the tail's expectations (an average of
-  the past, pessimistic after a drought) idled through spot it had in hand (the same zone, an 86-h job on one
-  GPU, w = 12: 138.7 $/job against 163.1 now; see `spotlab.policies.chc` for where it goes the other way).
-  A tail that is a forecast of its slots, not the past's average (the oracle's), may leave the job unfinished
-  (`TailForecast.forecast`), and before such a tail the timing bias buys on-demand GPUs earlier, not later: the
-  forecast already shows what waiting would find, and on-demand hours deferred into the fluid tail land between
-  its spot spells, where each switch costs a restart the tail does not model. A job no price could make pay
-  stops at once (`_hopeless`). Whether to stop is decided at the true prices, not the timing bias's (see
-  `solve`). With the net off, `must_finish=False` lets the plan leave the job unfinished at the tail's end
-  instead.
+- **The tail.** The time from the window's end to the hard deadline is cut into at most `blocks` blocks (one per
+  slot when they fit, else finer after the soft deadline). In each block the job may buy on-demand GPU-hours and
+  *expected* spot GPU-hours at their prices, up to the spot capacity the policy expects there (`TailForecast`: a
+  certainty-equivalent view of what it cannot forecast), less the hours restarts are expected to stall the job
+  (`TailForecast.stalled_hours`). The work g GPU-hours give in a block of L hours is at most L times the concave
+  envelope of H at g / L (`work_segments`), so with beta > 0 many GPUs do less per GPU-hour than few. The value
+  is taken at the end of the block in which the job finishes. Why a tail and not a terminal value, which made the
+  plan defer work it then bought on demand or finished late: docs/decisions/chc-tail.md.
+- **Finishing.** A job that must finish (the default) pays `finish_penalty` if the plan leaves it unfinished at
+  the hard deadline (a soft constraint: the problem is always feasible, so a solver that finds no schedule is a
+  bug or a time-out) and `shortfall_price` per unit of work beyond what the window and the whole tail can do, so
+  that a plan that cannot finish does all it can. `must_finish=False` drops both: the plan then weighs finishing
+  against the miss penalty, as the utility does (docs/decisions/chc-net-margin.md).
+- **The safety net** forces N_max on-demand GPUs where the work left can only just be finished by the hard
+  deadline. At the start of each later slot of the window, either the net does not fire or the plan runs N_max
+  on-demand GPUs (what the net would impose), so a plan never counts on a slot the net would override.
+  A job that need not finish inside a net (the net's give-up) may also stop there, as late as the net decides
+  and never in the tail: nothing runs from then on and it earns minus the miss penalty. Whether to stop is
+  decided at the true prices (see `solve`); a job no price could make pay stops at once (`_hopeless`); with the
+  net off, `must_finish=False` lets the plan leave the job unfinished at the tail's end
+  (docs/decisions/chc-give-up.md).
+- **A forecast tail** (the oracle's, `TailForecast.forecast`) may be left unfinished, and before it the timing
+  bias buys on-demand GPUs earlier, not later: on-demand hours deferred into the fluid tail land between its spot
+  spells, where each switch costs a restart the tail does not model (docs/decisions/chc-oracle-tail.md).
 
-Speed: the Pyomo model is built and compiled once per (job, w, blocks, pending overhead, constant on-demand
-price, give-up: a model has the stop's columns only where it may stop); the state and the tail enter only
-through fixed columns, bounds and objective coefficients, so each solve only copies a few arrays before calling
-the solver. The pending overhead changes coefficients, but it
-takes few values (delta - k * slot), so one compiled form per value is cached. Branch and bound still takes
-a tenth of a second and more per window, so `solve(method="auto")` (CHC's default) solves the same problem,
-from the same numbers (`WindowTerms`), by the dynamic programme of `window_dp.py`, proven within the gap in
-milliseconds; `method="milp"` is the MILP alone.
+Speed: the Pyomo model is compiled once per (job, w, blocks, pending overhead, constant on-demand price,
+give-up); the state and the tail enter only through fixed columns, bounds and costs. `solve(method="auto")`
+(CHC's default) solves the same problem, from the same numbers (`WindowTerms`), by the DP of `window_dp.py`,
+proven within the gap in milliseconds; "milp" is the MILP alone (docs/decisions/window-solver.md).
 """
 
 from __future__ import annotations
@@ -94,7 +73,8 @@ class TailForecast:
     spot GPU-hours obtainable, spot and on-demand prices in $/GPU-h, and the hours of each block the job is
     expected to stand still in restarts (None: none). Why the stalled hours: a restart stops the whole job,
     on-demand GPUs included, so spot that comes and goes takes time from the block, not only spot GPU-hours;
-    without them a plan counted on finishing the tail at full speed and finished late (see `spotlab.policies.chc`).
+    without them a plan counted on finishing the tail at full speed and finished late
+    (docs/decisions/chc-restart-discount.md).
     `mixed_gpu_hours` at `mixed_price` (None: none) are a second, dearer tier: hours when spot runs the job only
     beside on-demand GPUs (fewer than N_min spot GPUs), at their blended price. Why a tier of its own: pooled with
     spot at one average price they looked as cheap as spot at the margin, and a plan waited for them instead of
@@ -601,8 +581,8 @@ class WindowProblem:
         job's whole value and the miss penalty it avoids (a bound within the plan's model: spot cheaper than
         anything the window and the tail show is not ruled out). Why: a job that may give up stops only where the net
         would take it over, so that the tail's expectations never stop it; but then a job worth less than any way
-        of finishing it works until then and loses what it spent (a random job worth 0.3 x its on-demand cost, w =
-        4: -49.9 against the optimum's 0). Such a job may stop at once."""
+        of finishing it works until then and loses what it spent (measured: docs/decisions/chc-give-up.md). Such a
+        job may stop at once."""
         job = self.job
         least = remaining / work_segments(job)[0][1] * float(np.min(prices))
         return least > float(job.value) + float(job.miss_penalty) + 1e-9 * max(1.0, float(job.value))
@@ -612,9 +592,7 @@ class WindowProblem:
         restart ("cbl": a restart and a slot, its trigger counting no progress in the slot); from then on the job
         runs on N_max on-demand GPUs to the end. Why the tail leaves them out: a fluid tail that planned to spend
         that slack waiting for spot idled down to it, and the net then held the job on on-demand GPUs through every
-        later spot spell (Can't Be Late leaderboard, 52-h deadline, 0.02-h restarts, first two windows of each
-        trace, perfect window forecasts: 101.46 $ a run against the optimum's 86.23 and uniform progress's 97.71;
-        92.12 with the margin)."""
+        later spot spell (measured on the Can't Be Late leaderboard's runs: docs/decisions/chc-net-margin.md)."""
         return 0.0 if net == "off" else float(self.job.overhead_h) + (net == "cbl") * self.slot_hours
 
     def shortfall_price(self, od: np.ndarray) -> float:
@@ -625,7 +603,7 @@ class WindowProblem:
         Why: a plan that cannot finish in the model (the fluid tail's stalled hours can eat the last of the slack)
         earned one constant whatever work it did, so the cheapest plan, doing nothing, won: CHC with perfect window
         forecasts idled through the slack it had left, and the deadline guard then held it on on-demand GPUs for
-        the rest of the job while spot came and went (see `spotlab.policies.chc`)."""
+        the rest of the job while spot came and went (docs/decisions/chc-net-margin.md)."""
         job = self.job
         counts = np.arange(job.n_min, job.n_max + 1) if job.throughput.is_linear else \
             np.array([n for n, _ in job.throughput.table if job.n_min <= n <= job.n_max])

@@ -1,215 +1,41 @@
 """A1 — committed horizon control (CHC) over the window problem, fed by a forecaster (SPEC §6).
 
-Every `v` slots (the commitment level) the policy solves the window problem of the next `w` slots from
-the true state (`spotlab.optimum.window`): slot t's availability and price are observed, slots t+1 ..
-t+w-1 are forecast, and a fluid tail from the window's end to the hard deadline prices the work left with
-the spot GPU-hours the market's past leads one to expect there (`_tail`), on-demand GPU-hours and the job's
-value by completion time. It then commits to the first v planned allocations. v = 1 is receding horizon
-control, v = w fixed horizon control. The default is v = 1: with real forecasts a committed plan cannot
-react to the availability it did not foresee (notebook 05 maps the whole (w, v) plane).
-With `averaging=True` it is the CHC of Chen et al. (SIGMETRICS 2016): v fixed-horizon controllers
-re-plan at staggered slots (controller k at t = k mod v) and each slot runs the average of the v
-committed plans (rounded to whole GPUs), which smooths the plan's reaction to one bad forecast.
+Every `v` slots (the commitment level) the policy solves the window problem of the next `w` slots from the true
+state (`spotlab.optimum.window`): slot t is observed, slots t+1 .. t+w-1 are forecast, and a fluid tail from the
+window's end to the hard deadline prices the work left with the spot GPU-hours the market's past leads one to
+expect there (`_tail`), on-demand GPU-hours and the job's value by completion time. It commits to the first v
+planned allocations. v = 1 (the default) is receding horizon control, v = w fixed horizon control: with real
+forecasts a committed plan cannot react to the availability it did not foresee (notebook 05 maps the (w, v)
+plane). `averaging=True` is the CHC of Chen et al. (SIGMETRICS 2016): v controllers re-plan at staggered slots
+(controller k at t = k mod v) and each slot runs the average of their plans (rounded to whole GPUs).
 
-Forecasts come from a registered model (`predictor="arima"`, fitted on the trace before the job's
-window plus what has been observed since, refitted every `refit_hours`, updated in between) or, for
-sensitivity experiments, from the controlled-error oracle (`predictor="oracle"`, error `sigma`;
-sigma = 0 is perfect foresight). `quantile=q` plans on the GPUs available with probability q
-instead of the point forecast. The tail after the window (`tail`) comes from the past for a real model, and
-from the oracle's forecast of its own slots for the oracle ("auto"; "past" gives the oracle the past's tail).
+Forecasts: a registered model (`predictor="arima"`, fitted on the trace before the job's window plus what has
+been observed since, refitted every `refit_hours`, updated in between) or the controlled-error oracle
+(`predictor="oracle"`, error `sigma`; 0 is perfect foresight); `quantile=q` plans on the GPUs available with
+probability q. The tail comes from the past for a real model, from the oracle's forecast of its own slots for the
+oracle (`tail="auto"`; "past" gives the oracle the past's tail). Why each part of the design [ours]:
+- a tail, not a terminal value, which priced the work left too cheaply so the plan deferred it; conditioned on the
+  window's last slot, since spot comes in regimes; work per GPU-hour by the concave envelope of H; still fluid
+  (whole GPUs, switches and the net only in the window): docs/decisions/chc-tail.md, docs/decisions/chc-oracle-tail.md;
+- spot discounted by the restarts it took in the past (`restart_share`), blocks losing the hours restarts stall,
+  spot below N_min a dearer tier: docs/decisions/chc-restart-discount.md, docs/decisions/chc-mixed-tier.md;
+- work beyond what window and tail can do is priced (`shortfall_price`) and the net's margin is not the tail's, so
+  a plan that cannot finish still works now: docs/decisions/chc-net-margin.md;
+- with the net's give-up the plan may stop where the net would take the job over, never in the tail, deciding at
+  the true prices; a job no price could make pay stops at once: docs/decisions/chc-give-up.md;
+- `restart_reserve` (on): a job with a value, before a tail read from the past, is valued `reserve_h` hours late,
+  room for restarts persistence does not show (not used to decide a stop): docs/decisions/chc-restart-reserve.md;
+- `urgency = 0.1`: spot expected later is worth less than spot in hand, so while the plan leans on a tail, spot in
+  the window's first slot looks 10% cheaper (0 at its end) and on-demand 10% dearer (before a forecast tail it is
+  bought earlier instead); off for a whole-job window on exact forecasts, where the plan is the optimum; a 1%
+  tie-break on other forecasts: docs/decisions/chc-urgency.md.
 
-Why the tail and not a terminal value [ours]: a terminal value prices the work left at one reference
-price and values it at the earliest possible completion, so the plan defers work it will later have to
-buy on demand, or finish late (on a real H100 zone, CHC with *perfect* window forecasts fell below uniform
-progress that way). With the tail, whole-horizon CHC with perfect forecasts is the optimum
-(`tests/test_chc_quality.py`), and with w = 12 on 36-h jobs it stays within a few percent of the job's
-on-demand cost of the optimum on held-out zones.
-
-Why the oracle's tail reads the future [ours]: perfect forecasts are perfect after the window too. With
-`predictor="oracle"` the tail is the oracle's forecast of the tail's slots, slot by slot (with the oracle's error
-when sigma > 0), where a real model's tail is the past's profile below. Before, "A1 with perfect forecasts" at
-w = 12 saw 12 slots and then the past week, so where the regime changed it fell far below the optimum: GCP H100
-us-west1-a, a 68-h job on 2 GPUs (`spotlab heldout --seed 5`, job shape 7): 2 or more spot GPUs in 35% of the past
-week's hours and 83% of the first job's, 91.9 $/job against the optimum's 118.3 (116.3 now); europe-west3-c (2% and
-then up to 99%) -34.0 against 38.0 (36.5 now). Three things make such a tail work, each measured on the 72 cells of
-`spotlab heldout --seed 5 --jobs 8` (nine GCP H100 zones), where the w = 12 bar (within 10% of the optimum, not
-below uniform progress) went from 65 cells with the past's tail to 70 and then 72:
-- a job that may give up may leave the tail unfinished, since the tail is then a forecast and not the past's
-  average (`TailForecast.forecast`);
-- each block loses the restart overhead of the spells the forecast starts, changes or ends in it and pays the
-  forecast's prices there (`_forecast_tail`); against the tail-wide share the past's tail uses, 21 cells moved
-  towards the optimum by up to 17.7 $/job and 11 away by up to 1.7 (mean gap to the optimum 0.94% -> 0.81%);
-- the timing bias below stays on, but before such a tail it buys on-demand GPUs earlier, not later
-  (`WindowProblem.terms`). Without any bias CHC fell just below uniform progress where there was nothing to gain
-  (asia-south2-b, hardly any spot, a cost-only job: 2,828.6 $/job against 2,826.5); with on-demand deferred, the
-  plan bought it between later spot spells where the optimum bought it in one block before a drought, and paid
-  the restarts (us-east4-a, job shape 7, job 2: 54 on-demand GPU-hours against 52). Bought earlier: the bar went
-  from 70 to 72 cells, the mean gap 0.81% -> 0.65% (14 cells up by up to 16.7 $/job, 20 down by up to 7.9).
-The tail is still a fluid model: whole GPUs, switches between on-demand and spot, and the net are modelled only in
-the window.
-`tail="past"` keeps the oracle's window and the past's tail, which is what a real forecaster's plan leans on: the
-tests of the tail's own features and the leaderboard's perfect-window line (notebook 01c) use it. The measurements
-below that say "perfect window forecasts" were all made with the past's tail.
-
-Why the tail is conditioned on the window [ours]: spot comes in regimes (a zone empty for a day, then full). A tail
-expecting the time-of-day average after a window that ends with no spot promises spot that a drought does not
-deliver, so the plan waits, then buys late on demand or finishes late. The tail therefore moves the time-of-day
-average towards the window's last slot by the least-squares slope the past gives at each lag
-(`spotlab.predict.reversion.lag_slopes`, clipped to [0, 1]). On a held-out job (96 GPU-h on 1-8 GPUs, value 400 $,
-24/36 h) with perfect window forecasts this took GCP H100 us-west1-a from 29.3 to 39.6 $/job (optimum 40.7) and
-us-east4-a from 150.9 to 166.7 (169.3); on synthetic markets of day-long regimes it is within 5% of the optimum
-(`tests/test_chc_tail.py`). The tail's work per GPU-hour is the concave envelope of H
-(`spotlab.optimum.window.work_segments`), not the best rate alone, which overstated what many GPUs do for beta > 0.
-
-Why the tail's spot hours are discounted by restarts [ours]: each time spot comes back (or changes level)
-and each time it goes, a job on it loses the restart overhead. A tail that counts every expected spot hour
-as a working hour promises more than flickering spot delivers, so the plan waits for it and finishes late.
-`restart_share` is the share of a spot hour left after the restarts that followed spot took in the
-market's past; the tail's spot capacity is scaled by it and its price divided by it. For a 200-GPU-hour job
-(2-8 GPUs, beta > 0, 0.25-h restarts, 40/60 h) with perfect window forecasts this took GCP H100
-us-central1-c from 2.5 to 24.0 $/job (optimum 72.8) and us-east4-a from 226.0 to 230.8 (253.8), and none
-of the six zones measured before and after lost; on the 96-GPU-hour job above no zone moved by more than
-0.8 $/job.
-
-Why the tail's blocks lose the hours restarts stall [ours]: a restart stops the whole job, its on-demand GPUs
-included, so spot that comes and goes takes time from a block, not only spot GPU-hours. Discounting spot alone
-left the block N_max GPU-hours an hour to fill with on-demand, so a tight plan counted on finishing the tail
-at full speed, deferred work, and finished late. Each block now loses (1 - `restart_share`) of the hours spot
-is expected there (its expected spot GPU-hours over spot's mean level while there), `TailForecast.stalled_hours`.
-On the 200-GPU-hour job above, with perfect window forecasts: us-central1-c 24.0 -> 49.4 $/job (optimum 72.8),
-us-east4-b 138.5 -> 157.7 (185.6), us-central1-a 499.6 -> 503.1, us-east4-a 230.8 -> 232.0; us-west1-a
--343.6 -> -347.0, europe-west3-c -1531.0 -> -1536.7 and us-west1-b -1247.7 -> -1252.1 (within 0.4% of the
-optimum's magnitude); the 96-GPU-hour job did not move on any of nine zones. On synthetic markets where spot
-comes in spells of about two hours (`tests/test_chc_quality.py`), every one of eleven seeds of a tight job
-gained; on twelve random jobs there (1-8 GPUs, beta of either sign, 0.1/0.25-h restarts, any value) nine did
-not move, two gained 0.5% and 2.5% of the job's all-on-demand cost and one lost 0.35%.
-
-Why the tail counts spot below N_min [ours]: a job that needs N_min GPUs runs on a < N_min spot GPUs beside
-N_min - a on-demand ones (the window problem mixes them), so such an hour offers N_min GPU-hours at their blended
-price. A tail that counted no spot there expected to buy much of the job on demand and mixed on-demand GPUs in at
-once, where the market later had spot for the whole job. They are a tier of their own (`TailForecast.mixed_gpu_hours`),
-dearer than spot: pooled with spot at one average price they looked as cheap as spot at the margin, and a plan
-idled through hours it could have mixed in (on synthetic markets of spot at 2..8 GPUs, a cost-only job on exactly
-8 GPUs: 612 $/job against the optimum's 514; 543 as a tier of its own, 572 without counting them). On GCP H100
-with perfect window forecasts (w = 12, 20 jobs a zone), as a tier: a cost-only job of 157 GPU-hours on exactly 4
-GPUs with 80 h to finish, us-west1-a, cost 923.9 $/job instead of 942.7 (optimum 853.1); 102 GPU-hours on 4 GPUs,
-54 h: 729.9 instead of 739.6 (696.0); 266 GPU-hours on 6-8 GPUs (beta 0.51, value 1,201 $): -1032.4 $/job instead
-of -1058.6 (-874.9), and on us-east4-b 266.2 instead of 242.3 (309.0). Jobs with N_min = 1 have no such hours.
-
-Why a plan that cannot finish still works, and why the tail leaves the net's margin alone [ours]: on the Can't Be
-Late leaderboard's runs (one instance, 48 h of work, 52 or 70 h to do it, 10-min slots, so a 12-slot window is 2 h)
-CHC with *perfect* window forecasts cost more than uniform progress. Two things made it idle through its slack
-while the window showed no spot. (1) When the tail's stalled hours left no room to finish, every plan of the window
-problem earned the same "unfinished" constant, so doing nothing was the cheapest: work left beyond what the window
-and the tail can do is now priced (`WindowProblem.shortfall_price`), above what any unit of work costs. (2) The
-tail counted as its own the last slack before the hard deadline, which the deadline net claims: below a restart of
-slack (the Can't Be Late guard: a restart and a slot) the net runs the job on on-demand GPUs to the end, so a plan
-that idled into it lost every later spot spell; the tail now leaves that margin out (`WindowProblem.net_margin`).
-On the first two windows of each of the six traces, both deadlines, 0.02- and 0.1-h restarts (48 runs), perfect
-window forecasts: 100.4 $ a run before (1), 92.5 with (1), 88.8 with both (the optimum 84.7, uniform progress 93.7,
-`slack_reserve` 88.4); on the next two windows (0.05-h restarts, 24 runs) (2) took it from 72.7 to 70.5 (optimum
-64.5, uniform progress 75.1, `slack_reserve` 66.5) and CHC on persistence forecasts from 76.9 to 74.6. A margin a
-slot wider gained little more there (88.4, 70.4; on persistence forecasts 73.3) and cost CHC on persistence
-forecasts up to 23 $/job on a 12-h GCP job of 2-8 GPUs, whose window reaches all but its last slot. The GCP H100
-jobs above did not move (the 96-GPU-hour job on nine zones, the 200-GPU-hour one on the four measured), and neither
-change touches a window that reaches the job's end. On start ticks not used to choose it (every 31st from 11, the
-first four of each trace, both deadlines, three overheads: 144 runs, perfect window forecasts) the margin took CHC
-from 99.37 to 95.20 $ a run (optimum 88.63, uniform progress 100.57): lower on 84 runs, higher on 39 (by 6.98 $ at
-most). The rest of the gap is the tail's certainty: it expects the
-spells of the past week, so where spot then flickers more it still idles at first while its window shows none.
-A reserve of one more slot while the plan leans on the past's tail (scaled down on tails shorter than the window,
-so that a 12-h job keeps its last slot) did not settle it on GCP H100 either: as A3's CHC member on persistence
-forecasts it gained 5.2 $/job against uniform progress on the 72 cells of `spotlab heldout --seed 5 --jobs 8`
-(e.g. a 59-h cost-only job on one GPU on europe-west3-c, which idled through a drought into the net and then ran on
-demand through 22 h of spot: -227.9 -> -190.1) and 1.0 on the 30 of `--seed 9`, but A3's bar went from 62 to 63 and
-from 24 to 24 cells (twice the selector left the member, whose outcomes had hardly moved, and lost 53.8 and
-57.6 $/job); not adopted.
-
-Why a job that may give up plans to stop [ours]: with the net's give-up (`make_policy(..., give_up=True)`) the
-window problem need not finish (`must_finish=False`) and may stop the job where the net would take it over, as the
-net then does when finishing on demand costs more than the job's value and penalty (`WindowTerms.may_stop`). Before,
-the plan knew only the net's on-demand rescue: with no spot in sight it drove such a job to the end on on-demand
-GPUs. On a 12-h job of 2-8 GPUs worth 0.63 x its on-demand cost (`spotlab heldout`, seed 5, job shape 2; nine GCP
-H100 zones), CHC with perfect forecasts over the whole job went from 39.1 to 126.4 $/job on europe-west3-c (optimum
-126.5), 39.5 to 103.4 on us-east4-a (104.0), 108.5 to 141.3 on us-west1-a (142.4) and -174.6 to -3.7 on us-west1-b
-(-3.7); with w = 12 (all but the job's last slot) it is now within 1% of the optimum on all nine. Whether to stop is
-decided at the true prices: the timing bias below made a job worth slightly less than its spot cost look worth
-finishing (asia-south2-b: -69.4 $/job against -56.0 for stopping). The plan stops only where the net would take the
-job over, as late as the net itself decides, and its tail still must finish: a tail that could stop on its
-expectations (the past's spot, pessimistic after a drought) idled through spot in hand. On an 86-h job on one GPU
-worth 0.66 x its on-demand cost (w = 12; job shape 1 of `spotlab heldout --seed 5`), a tail that may stop against
-this: europe-west3-c 138.7 against 163.1 $/job (optimum 167.0), us-east4-a 89.6 against 94.9 (112.8), us-west1-b 1.8
-against 15.3 (25.2). Known limit: on the held-out job of issue 11 (96 GPU-h, value and penalty 400 $) on
-europe-west3-c, where spot hardly ever comes, the plan buys on-demand GPUs early to meet the soft deadline and then
-finishes a job the optimum leaves: -80.5 $/job against the optimum's -44.9 (a tail that may stop: -46.7). Both ways
-the tail's expectation decides, and it is only the past's average. A job that no price the plan sees could make pay
-(its work at the cheapest price, no restart, costs more than its value and penalty) stops at once
-(`WindowProblem._hopeless`).
-
-Restart reserve (`restart_reserve`, on by default) [ours]: a plan that reads the rest of the job from the past's
-tail buys on-demand GPUs as late as it can (the timing bias below), and after a drought it may have to run N_max
-GPUs right up to the soft deadline. Spot that then comes back and changes level every few hours restarts the whole
-job each time; persistence forecasts show none of those restarts, and the plan has no room left for them. With the
-reserve the plan reads the job's value `reserve_h` hours late: the share of a spot hour that the past week's
-restarts took (`restart_share`), times the hours left to the soft deadline, i.e. what restarts would cost if the
-job ran on spot from now to the deadline. It applies only to a job with a value (a cost-only job loses nothing by
-finishing after its soft deadline) and only before a tail read from the past (a forecast tail, the oracle's, places
-its own restarts); whether to stop a job that may give up is decided without it. The measurements in the paragraphs
-above were made before it existed (as `restart_reserve=False`). Measured as A3's CHC member (the held-out bar: A3
-at least the better of uniform progress and greedy), without and with it: on a 7,551-$ job on GCP H100
-europe-west3-c (`spotlab heldout --seed 9`, shape 3; N_min 3, N_max 8, 20 h of slack) the member finished 0.07 to
-4.5 h late in eight of nine rounds and earned 4,441.9 $/job against uniform progress's 4,668.0; with the reserve it
-earns 4,910.6. Over the four held-out runs of the README (158 cells, nine zones) A3's bar holds on 140 cells
-instead of 137: `--seed 5` 63 of 72 instead of 62 (mean margin over the better baseline 54.4 $/job instead of 56.3,
-worst cell -33.3 instead of -21.9: a spot-rich zone's value job kept further behind greedy), `--seed 9` 26 of 30
-instead of 24 (93.9 instead of 66.0; worst -3.4 instead of -226.1), `--seed 13` four zones 28 of 32 either way
-(39.5 instead of 30.7; worst -9.5 instead of -15.1), `--seed 21` 23 of 24 either way (62.5 instead of 51.6); on the
-issue-11 job (96 GPU-h, value 400 $) A3 is at or above the better baseline on all nine zones either way (40.7
-instead of 41.6 $/job above on average). The cost: in notebook 07 (full parameters) A3 is ahead of the best
-baseline on 4 of 7 markets instead of 5 (v100_16: 131.8 $/job against uniform progress's 132.6, 136.8 without the
-reserve; mean over markets +4.0% instead of +6.0%; A3/optimum on the synthetic volatile market 89% instead of 94%):
-there it buys on-demand GPUs that restarts never needed. The reserve was designed on seed 9's worst cell; on the
-runs measured only after it (seeds 13 and 21, 56 cells) it holds as many cells, with a better mean and worst
-margin, and the held-out bar is what a new market asks of the defaults: so it is on. `tests/test_chc_reserve.py`
-has a small market where it decides the deadline.
-
-Why `urgency = 0.1` [ours]: the tail's spot capacity is what the past leads one to expect, not a forecast, and spot
-expected later is worth less than spot in hand. With a mere tie-break (0.005) and a 1% gap, a plan could defer the
-spot it had for the tail's and lose the job's value when that spot never came (GCP H100 us-east4-a, the held-out job
-of issue 11, perfect window forecasts: 139 $/job against the optimum's 169). So spot in the window's first slot
-looks 10% cheaper, falling to 0 at its end, and on-demand 10% dearer: on all eight GCP H100 zones CHC with perfect
-forecasts gained (e.g. 139 -> 151, 21 -> 29, 30 -> 35 $/job) and none lost; with the conditioned tail above, urgency
-0 still loses on all seven zones measured (e.g. us-west1-a 39.6 -> 26.3, us-east4-b 247.9 -> 228.7). On persistence
-forecasts too: as A3's CHC member on the 72 cells of `spotlab heldout --seed 5 --jobs 8`, urgency 0 held A3's bar on
-45 cells against 62 (the member 42.4 $/job above uniform progress on average against 61.4), although it wins where
-the bias defers on-demand GPUs through a drought and the job then finishes late (a 7,551-$ job on europe-west3-c,
-`--seed 9`, shape 3: 4,858.8 $/job against 4,441.9; uniform progress 4,668.0). Nor does its on-demand half turn
-round there as it does before a forecast tail: as A3's member, on-demand unbiased held the bar on 59 of the 72
-cells, bought early on 34; scaled by the share of the tail's capacity it expects from spot (the chance that waiting
-keeps), on 61 (47.9 $/job above the better baseline against 56.3), though on the 30 cells of `--seed 9` on 26
-against 24 (90.5 against 66.0; that europe-west3-c job 4,856.5): on the zones where spot is scarce it won cells at
-one seed and lost them at the other; not adopted. Only while the plan leans on a tail: when the window reaches the
-job's end and its forecasts are exact (`predictor="oracle"`, sigma = 0) the plan is the exact optimum (the bias is
-off). On any other forecasts a window reaching the job's end still gets a 1% bias, a tie-break: persistence
-forecasts every later slot at the price and availability of now, so without it the plan is indifferent to when the
-work is done, may idle while spot is there and lose the job's value when it goes (a 3-GPU-hour job, 6-h deadline,
-value below its on-demand cost: 1.92 per job against uniform progress's 2.92; 2.92 with the tie-break, the optimum
-2.97). On 24 random synthetic markets and jobs (five regimes, one without spot; N_max 1-8, deadlines 6-24 h, value
-0.6-1.5x the on-demand cost) the tie-break raised the mean utility of CHC (w = 12, persistence) by 0.75% of the
-job's value, lowered it by at most 0.3% on 2 and raised it on 7 (by up to 15%); the full 10% there raised it by
-0.47% on average but lowered it on 11. On the held-out job of issue 11 (36-h windows, the bias only matters in the
-last 12 h) no zone moved by more than 1 $/job with persistence, seasonal-naive or ARIMA forecasts.
-
-Window problems are solved to a 1% gap by default: the plan is only as good as its forecasts. `method="auto"`
-(the default) solves them by the dynamic programme of `spotlab.optimum.window_dp`, which proves its plan
-within the gap as the MILP does, in milliseconds instead of branch and bound's tenths of a second
-(`benchmarks/bench_chc.py`), and leaves to the MILP (`solver`) only jobs of negative value, where it does not
-apply, and the rare window it cannot prove; `method="milp"` is the MILP alone, `method="dp"` the DP alone.
-The window problem is always feasible (finishing is a soft constraint), so a solver error is raised as a
-`PolicyError`, never hidden; a time limit without any schedule falls back to Uniform Progress for that
-slot and is counted (`report()["fallback_rate"]`, also in the simulator's metrics). The deadline safety net
-of the simulator applies to every slot, and the plans respect it. `report()` says how many solves, how
-long they took and how often the fallback was used.
+Window problems are solved to a 1% gap: the plan is only as good as its forecasts. `method="auto"` uses the DP of
+`spotlab.optimum.window_dp` (proven within the gap, in milliseconds) and leaves to the MILP (`solver`) jobs of
+negative value and windows it cannot prove; "milp" is the MILP alone, "dp" the DP alone
+(docs/decisions/window-solver.md). The problem is always feasible, so a solver error is a `PolicyError`, never
+hidden; a time limit without any schedule falls back to Uniform Progress for that slot. `report()` gives the solves,
+their times and `fallback_rate` (also in the simulator's metrics). Plans respect the simulator's safety net.
 """
 
 from __future__ import annotations
@@ -233,7 +59,7 @@ from .base import OnlinePolicy
 from .uniform_progress import UniformProgress
 
 
-# the timing bias on forecast window slots with no tail after them (see the module docstring)
+# the timing bias on forecast window slots with no tail after them (docs/decisions/chc-urgency.md)
 WINDOW_TIE_BREAK = 0.01
 # where the tail's spot comes from: "auto" (the oracle's future with predictor="oracle", else the past), the
 # past ("past"), or the oracle's forecast of the slots after the window ("oracle")
@@ -654,7 +480,7 @@ def restart_share(usable: np.ndarray, slot_hours: float, overhead_h: float) -> f
     hour in the past `usable` (a restart where usable spot starts or changes level, one where it ends and
     the job goes back to on-demand), floored at 0. Why: the fluid tail has no restarts, so spot that comes
     in spells of an hour or two looked as good as a steady supply, and a plan deferred work to it and
-    finished late (see the module docstring for what the discount gained). 1 where the past has no spot
+    finished late (what the discount gained: docs/decisions/chc-restart-discount.md). 1 where the past has no spot
     hours or restarts cost nothing."""
     u = np.asarray(usable, dtype=float)
     on = u > 0

@@ -21,8 +21,8 @@ def not_worth_finishing(job: Job, obs: Observation, slot_hours: float) -> np.nda
     """True where finishing now on N_max on-demand GPUs (one restart, or what is left of the current one where
     the job already runs on them) would cost more than the value it would still earn plus the miss penalty it
     avoids: giving up is then the better utility. Why the current restart: a tight job that had just started
-    on N_max on-demand GPUs was counted a fresh restart, so it could not finish in time and was stopped, worth
-    3x its cost (a 3-GPU job with 1.5-h restarts and 1 h of slack: 84.0 $ to the end, -9.0 stopped)."""
+    on N_max on-demand GPUs was counted a fresh restart, so it could not finish in time and was stopped, though
+    worth 3x its cost (the case: docs/decisions/chc-give-up.md)."""
     running = (obs.prev_o == job.n_max) & (obs.prev_s == 0)
     hours = obs.remaining / job.max_rate + np.where(running, obs.pending_h, job.overhead_h)
     cost = job.n_max * obs.od_price * hours

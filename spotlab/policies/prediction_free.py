@@ -3,82 +3,35 @@
 It reads no forecast: only the current slot's observation (spot price ``p_t``, on-demand price ``p_o``,
 obtainable spot GPUs ``a_t``, work left, allocation held, pending overhead) and the job. Per slot and window:
 
-1. **Price threshold** (``theta``). Spot is *cheap* when ``p_t <= theta * p_o`` and at least N_min spot GPUs
-   are obtainable; then take ``min(a_t, N_max)`` of them. Why: without a forecast, the ratio to the
-   on-demand price is the only scale-free signal of a good deal; ``theta`` sets how good the deal must be
-   before the job runs ahead of need (``theta = 0``: never unless free; ``theta >= max p_t / p_o``: any spot).
-   A count below N_min cannot host the job, so it is not a deal at any price.
+1. **Price threshold** (``theta``): spot is *cheap* when ``p_t <= theta * p_o`` and at least N_min spot GPUs are
+   obtainable; then take ``min(a_t, N_max)`` (``theta = 0``: never unless free; ``theta >= max p_t / p_o``: any
+   spot). Why: without a forecast, the ratio to the on-demand price is the only scale-free signal of a good deal.
+2. **Progress line** (``sigma``): ``L * t / (sigma * D)`` (capped at L), D the soft deadline, or the hard one for
+   a cost-only job. Behind it (work done at the start of slot t below the line at t), run N_max GPUs: cheap spot
+   first, topped up with on-demand ones, or N_max on-demand; on or above it and spot not cheap, idle. A line full
+   speed cannot keep (ending before ``L / H(N_max) + 2 * delta + one slot``) is moved to that earliest end. Why:
+   on-demand GPUs are used only as far as cheap spot has not kept pace; ``sigma < 1`` keeps ``(1 - sigma) * D``
+   of slack.
+3. **Hysteresis on on-demand** (``hysteresis_h``, default ``2 * job.overhead_h``): once holding any on-demand
+   GPU, keep the allocation until the job is ``hysteresis_h`` ahead of the line *and* spot is cheap (a lead of
+   two restarts pays for leaving and coming back). Not below N_max while behind; after a preemption, keep the
+   survivors and, behind the line, top up to N_max on demand (the restart is due anyway); survivors fewer than
+   N_min on or ahead of the line are let go and rules 1-2 decide.
+4. **No flapping of the spot count**: an intact spot-only allocation grows to newly obtainable spot GPUs only if
+   that finishes the job sooner counting the restart: ``delta + R / H(n') < pending + R / H(n)``. A drop below
+   the held count is a preemption, and rule 1 re-takes ``min(a_t, N_max)``.
+5. **Deadline**: the simulator's shared net (wrapped by `make_policy`), plus the two deadline rules of Greedy and
+   Uniform Progress (`base.deadline_rules`), so the hard deadline also holds under the Can't Be Late guard (the
+   "cbl" net, which keeps a just-preempted spot request).
 
-2. **Progress line** (``sigma``). The line ``L * t / (sigma * D)`` (capped at L) finishes the work by
-   ``sigma * D``, where D is the soft deadline d, or the hard deadline for a job worth nothing by d (value 0,
-   a cost-only job: finishing before the hard deadline would be paid for and earn nothing). The job is
-   *behind* when the work done at the start of slot t is below the line at t (as in Uniform Progress).
-   Behind, the job runs on N_max GPUs: cheap spot first, topped up with on-demand GPUs (``N_max - s`` of
-   them), or N_max on-demand GPUs when spot is not cheap. On or above the line and spot not cheap: idle.
-   Why: the line spreads the need for paid progress over the time before the deadline, so that expensive
-   on-demand GPUs are used only as far as cheap spot has not kept pace; ``sigma < 1`` keeps
-   ``(1 - sigma) * D`` of slack against restarts and preemptions. A line that full speed cannot keep
-   (ending before ``L / H(N_max) + 2 * delta + one slot``) is moved to that earliest end: otherwise the job
-   is behind from the first slot and runs N_max GPUs throughout, paying on-demand prices for work that spot
-   could do (sigma = 0.8 put a 48 h job's line at 41.6 h of a 52 h deadline: $126 on the Can't Be Late
-   leaderboard, worse than Greedy's $119).
-
-3. **Hysteresis on on-demand** (``hysteresis_h``, default ``None`` = ``2 * job.overhead_h``). Once on
-   on-demand (holding any on-demand GPU), keep the allocation held until the job is ``hysteresis_h`` hours
-   ahead of the line *and* spot is cheap. Why: leaving on-demand for a cheap spot window costs a restart, and
-   falling back when that window closes costs another; a lead of ``2 * delta`` hours pays for both (the same
-   reason as Uniform Progress's ``2 * delta`` in Can't Be Late); leaving on-demand only to idle would cost a
-   restart when the job falls behind again. An allocation of fewer than N_max GPUs is not kept while the job
-   is behind the line (rule 2: behind, run N_max; it would only fall further behind). If a spot part of the
-   held allocation was preempted, the job keeps what survived (the restart is due anyway) and, behind the
-   line, tops up with on-demand GPUs to N_max: the restart is due, so full speed costs no extra one (keeping 2
-   on-demand GPUs of a 2-8 GPU job behind its line finished it 5.5 h after its soft deadline on GCP H100
-   us-central1-c, 262 $ below Uniform Progress, which finished in time). Survivors that cannot run on their
-   own (fewer than N_min) while the job is on or ahead of its line are let go and rules 1-2 decide: nothing
-   is owed to the line yet, and the restart is due whenever the job runs again. Topping them up to N_max on
-   demand bought progress ahead of the line (a 6-8 GPU job on GCP H100 us-west1-a, `spotlab heldout --seed
-   5`, shape 5: 10.3 $ below Uniform Progress in one of nine jobs; on the 173 other held-out cells of seeds 5,
-   9 and 13 nothing moved).
-
-4. **No flapping of the spot count.** When the job holds an intact spot-only allocation (no preemption)
-   and spot is still cheap and the job not behind, the only change rule 1 could make is to *grow* the
-   count because more spot GPUs became obtainable. That costs a restart, so it is done only when it
-   finishes the job sooner, counting the restart and as if the GPUs stayed to the end:
-   ``delta + R / H(n') < pending + R / H(n)`` (R work left, n held, n' new, ``pending`` the overhead still
-   due on the held allocation, which a change would replace). Otherwise the held count is kept. Why: a
-   restart is billed zero-progress time, and without a forecast the only safe estimate of its pay-back is
-   the rest of the job; with delta = 0 the upgrade is always taken (it is free), near the end of a job it
-   never is. A *drop* of availability below the held count is a preemption: the restart is forced, and
-   rule 1 re-takes ``min(a_t, N_max)``.
-
-5. **Deadline safety net**: the simulator's shared net (SPEC §6) is applied to this policy like to every
-   online policy (wrapped in the safety net by `make_policy`); on top of it, the two deadline rules of Greedy and Uniform
-   Progress (`base.deadline_rules`), so that the hard deadline also holds under the Can't Be Late guard.
-
-Every request is either idle or N_min..N_max GPUs with spot within ``a_t``. ``theta``, ``sigma`` and
-``hysteresis_h`` define the members of A3's pool.
-
-**Defaults (theta = 1, sigma = 1)**: spot whenever it is cheaper than on-demand, a line to the deadline.
-Why: without a forecast there is no basis for demanding a discount below the on-demand price, and a line
-before the deadline pays on-demand prices for slack the deadline rules already protect. With these
-defaults the policy is Uniform Progress made price-aware (it never buys spot dearer than on-demand), with
-the cost-only target, the no-flapping rule and the restart-keeping rule above; where spot is always cheaper
-it makes Uniform Progress's decisions (the leaderboard's 1,080 runs: $101.68, the same as Uniform
-Progress). The former defaults (theta = 0.6, sigma = 0.8) were worse than Uniform Progress on jobs they were
-not tuned for ($126.40 vs $101.68 on the leaderboard; 6.1 vs 57.3 $/job utility on multi-GPU H100 jobs).
-Measured (tests/test_prediction_free.py): on random jobs over synthetic markets (1-8 GPUs, beta < 0 or > 0,
-cost-only or valued, restart overhead up to 0.3 slot) its mean utility is at least Uniform Progress's less
-2% of the all-on-demand cost, and above it on average; on held-out real zones (H100 europe-west3-c,
-us-west1-a, us-east4-b, asia-southeast1-b; V100 us-east-2a, us-west-2b) it equals or beats it.
-
-Limits: with a restart overhead of a whole slot it can lose to Uniform Progress by up to ~10% of the
-on-demand cost (taking every newly obtainable spot GPU costs a slot each time); a held mixed or on-demand
-allocation is kept under rule 3 even if spot became dear (a swap would cost a restart); the price
-threshold has no hysteresis of its own, so a price oscillating around ``theta * p_o`` can start and stop
-spot repeatedly (each start costs delta, bounded by the lead it buys). The "cbl" net (Can't Be Late
-semantics, the CLI default for sky_spot JSON traces) keeps a just-preempted spot request; without the
-deadline rules this policy missed the hard deadline in 12 of the 300 Can't Be Late windows with sigma = 1
-(none with them).
+Every request is idle or N_min..N_max GPUs with spot within ``a_t``; ``theta``, ``sigma`` and ``hysteresis_h``
+define the A2 members of A3's pool. Defaults ``theta = 1``, ``sigma = 1``: spot whenever it is not dearer than
+on-demand, a line to the deadline, i.e. Uniform Progress made price-aware; where spot is always cheaper it makes
+Uniform Progress's decisions. Limits: with a restart overhead of a whole slot it can lose to Uniform Progress by
+up to ~10% of the on-demand cost; a held mixed or on-demand allocation is kept under rule 3 even if spot became
+dear; the price threshold has no hysteresis of its own (a price oscillating around ``theta * p_o`` can start and
+stop spot repeatedly, each start costing delta). Why each rule, the variants tried and the measurements:
+docs/decisions/prediction-free-rule.md and docs/decisions/prediction-free-defaults.md.
 """
 
 from __future__ import annotations

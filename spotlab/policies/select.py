@@ -1,94 +1,39 @@
 """A3 — online policy selection over a pool of A1/A2 variants (SPEC §6).
 
-Rounds are jobs, one after another: the episodes of a simulation, in their order. The market is
-exogenous, so once round r is over every pool member can be replayed on it (full information): Hedge
-(exponential weights on utilities normalised to losses in [0, 1], anytime learning rate) picks the
-member for round r from the rounds before it only. The default is FlipFlop (de Rooij et al. 2014), which
-follows the leader while that costs little and switches to the AdaHedge learning rate when it does:
-AdaHedge (`algorithm="adahedge"`) adapts to the spread of the members' losses (pool members typically differ
-by a few percent of the worst-case range, where the worst-case rate of `algorithm="hedge"`, sqrt(8 ln K / t),
-hardly moves the weights in a few hundred rounds), but a few costly rounds early on (a blind start, one
-leader overtaken) keep its rate low for long, and with a few dozen rounds that spread costs more than it
-saves; FlipFlop's regret is within a constant factor of the better of following the leader and AdaHedge.
-EXP3 (`algorithm="exp3"`) is the bandit ablation that sees the chosen member's utility only. The regret is
-measured against the best fixed member in hindsight; Hedge's grows like sqrt(T) at worst (slope <= 0.5 on
-log-log axes).
+Rounds are jobs, one after another: the episodes of a simulation, in their order. The market is exogenous, so once
+round r is over every pool member can be replayed on it (full information), and a selector picks the member for
+round r from the rounds before it only, on utilities normalised to losses in [0, 1] over
+[-(miss penalty + N_max on-demand GPUs for the whole horizon at the highest on-demand price), V0]: the worst and
+best a round can end with. The default selector is FlipFlop (de Rooij et al. 2014): follow the leader while that
+costs little, Hedge with the AdaHedge learning rate when it does (its regret within a constant factor of the better
+of the two). `algorithm="adahedge"` is AdaHedge alone, "hedge" the worst-case rate sqrt(8 ln K / t), "exp3" the
+bandit ablation that sees the chosen member's utility only. Regret is measured against the best fixed member in
+hindsight (Hedge's grows like sqrt(T) at worst: slope <= 0.5 on log-log axes).
 
-Rounds may overlap in time (a job every hour, each running 10 h): a round's outcome is then used only by
-rounds that start after every member's job on it has ended (delayed feedback; a member that gave up or
-missed counts as running to the window's end), so no choice looks ahead, and a round whose jobs all finish
-early teaches the rounds that start soon after it, not only those after its window.
+- Delayed feedback: rounds may overlap in time; a round's outcome is used only by rounds that start after every
+  member's job on it has ended (a member that gave up or missed counts as running to the window's end).
+- Warm-up (`warmup=True`): the trace's past before the first round (a week by default) is cut into jobs of the
+  same length and stride, every member is replayed on them, and the selector starts from those outcomes; regret
+  and the report cover the real rounds only. On a few dozen rounds the cost of learning is most of the regret.
+- Blind rounds and ties: the selector plays `prefer` ("auto": the pool's first CHC member, else uniform progress;
+  "none": a uniform draw), which uses spot when it is there without gambling on it, where greedy can cost a job's
+  whole value.
+- Evidence (`evidence=0.99`) [ours]: another member is played only once the rounds known show, in a one-sided
+  paired t-test at that level, that it beats `prefer`; FlipFlop then picks among the members so shown and
+  `prefer`, and the gate's rounds do not count in its choice of regime or rate. Why: a lead of one or two rounds
+  is often greedy's just before it loses a job's value.
+- No blind choice is at least the better of uniform progress and greedy on every market
+  (`tests/test_select.py::test_no_online_policy_keeps_a3s_bar_on_every_market_from_the_first_round`); A3 can only
+  follow the better rule over rounds.
 
-Warm-up (`warmup=True`, the default): the trace's past before the first round (the history the episodes
-keep for forecasters, a week by default) is cut into jobs of the same length and stride, every member is
-replayed on them, and the selector starts from those outcomes instead of uniform weights. On a few dozen
-rounds the cost of learning is most of the regret; the past is as replayable as the rounds and uses
-nothing from the future. Regret and the report cover the real rounds only.
-
-Blind rounds: before any outcome is known (no history to warm up from and the first jobs still running), and
-whenever the leaders tie, the selector plays `prefer`, not a uniform draw over the pool. The default, "auto",
-is the pool's first CHC member (else uniform progress): it commits on forecasts but keeps a line to the
-deadline, so it uses spot when spot is there without gambling on it; greedy, which does gamble, can cost a
-job's whole value on a market without spot, and nothing yet says which market this is. Measured per round
-against uniform progress on 42 random synthetic markets (five regimes, one with no spot at all) and random
-jobs (`value_factor` 0.6–1.5, N_max 1–8, deadlines 6–24 h): the CHC member was ahead or level on average on 40 and
-behind by 0.1% of the job's value on the other two (both without spot), and its worst round was 0.33 of the
-job's value behind (greedy's: 1.49).
-No blind choice can be at least the better of uniform progress and greedy on every market: two markets with the
-same past and the same first hours can reward opposite first moves (waiting for spot, or buying on demand to keep
-a line), and every online policy loses to one of the two rules on one of them
-(`tests/test_select.py::test_no_online_policy_keeps_a3s_bar_on_every_market_from_the_first_round`); A3 can only
-follow the better rule over rounds.
-
-Evidence before leaving `prefer` (`evidence=0.99`, the default) [ours]: another member is played only once the
-rounds known show, in a one-sided paired t-test at that level, that it does better than `prefer` (and FlipFlop then
-picks among the members so shown and `prefer`). Why: with a few dozen rounds and feedback several rounds late,
-follow-the-leader switches on a lead of one or two rounds, and the lead is often greedy's, whose few bad rounds
-cost far more than its good ones gain: on a GCP H100 zone a 21-h job (N_min 6) saw greedy lead by 41 $ after one
-round, get the next three, and lose over 1,100 $ in two of them. While no member is shown better, the regret
-against any member j is at most the t-quantile times the spread of the paired differences times sqrt(rounds), the
-same order as Hedge's bound, and the gate's rounds do not count in FlipFlop's choice of regime or rate. Why 0.99
-and not the usual 0.95: the paired differences are heavy-tailed (a member without a line to the deadline wins a
-little on most rounds and loses a job's value on a few), so the test's nominal level overstates what a run of small
-wins shows. Measured (GCP H100, up to 40 rounds a run, a job every 12 h; mean utility above the better of uniform
-progress and greedy, and runs below it; `evidence=None` -> 0.95 -> 0.99): 8 random jobs on us-west1-a and
-us-east4-b from the trace's start (16 runs) +126.5 -> +165.6 -> +169.3 $/job, 7 -> 4 -> 4 below; the same jobs on
-the seven other zones (56 runs, not used to choose 0.95) +46.1 -> +61.9 -> +77.3, 12 -> 8 -> 6 below; the held-out
-job above (96 GPU-h, 1-8 GPUs, value 400 $) on the nine zones from the start and after a week (18 runs) +26.2 ->
-+27.7 -> +27.7, 1 below throughout (us-central1-a from the start, -0.5); the same job with beta = +0.2 on six zones
-(12 runs) +14.0 -> +28.0 -> +29.4, 5 -> 4 -> 4 below. Most runs still below are cost-only jobs where greedy, a few
-$/job ahead, misses the soft deadline in a third or more of its jobs; the worst is a value job on us-east4-a where
-greedy won every round by about 25 $ for ten rounds, was played, and then lost thousands of dollars a job for seven
-(A3 2,315 $/job against uniform progress's 3,685): no test on what has been seen can tell that coming.
-
-Implementation: at `reset` every member is simulated on every episode (the replay); the selection
-then runs over the rounds, and `act` plays the chosen member's recorded allocation, which reproduces
-that member's run exactly (same state, same safety net). Members are simulated in parallel (`n_jobs`).
-The normalisation range is [-(miss penalty + N_max on-demand GPUs for the whole horizon at the
-highest on-demand price), V0]: the worst and best a round can end with.
-
-Pools: "default" (4 members: CHC with w = 12 on persistence forecasts, A2 with its defaults, and the two
-published rules, uniform progress and greedy, which are A2's extremes — a line to the deadline, and no line at
-all: which of them is best changes from market to market). Few members on purpose: A3's utility is a mixture
-of its members', and in the first rounds the weights are still spread, so every member must be a reasonable
-choice on any market; with the baselines in the pool A3 follows whichever is best, and beats them where the
-CHC member is better. CHC on seasonal-naive forecasts is not in it [ours]: "same time yesterday" is a poor
-forecast a few hours ahead on spot traces (notebook 02), such a member can idle for hours while spot is there
-and lose a job's value, and it often leads on the warm-up only to lose the rounds. On the nine GCP H100 zones
-with the held-out job of issue 11 (96 GPU-h, value 400; 18 runs: from the trace's start, and after a week of
-warm-up), A3 with the four-member pool was at or above the better of uniform progress and greedy in all 18, by
-26 $/job on average (0 to 90). With uniform progress as the blind default, us-east4-b from the start was 0.39
-$/job below (on the second blind round it got −160 $ where the CHC member got 248); with feedback only at the
-window's end as well, us-central1-a from the start was also below, by 5.4 (every member tied on the first
-jobs, and the tie kept uniform progress until it lost 146 $). With the seasonal-naive member as well (measured
-on 17 of these runs with neither change, and before CHC's tail discounted restarts) it was at or above in 13,
-and 15 $/job below in the worst. Nor is CHC on `reversion` forecasts in place of persistence (a one-hour dip then
-reads as a dip, not as twelve hours without spot): on the 72 cells of `spotlab heldout --seed 5 --jobs 8` A3 held
-its bar on 63 against 62, with the same mean (56.0 against 56.3 $/job above the better baseline), 25 cells up and 23
-down, and a worse worst cell (49.6 $/job below against 21.9). With the restart reserve on, at `--seed 21` it
-held 22 of 24 cells against 23 (the worst 81.2 $/job below: on us-east4-a it read a drought as ending, and
-waited). "wide" (11 members: more windows, commitments, predictors and A2 thresholds) for experiments; "quick"
-(5 cheap members, for tests); or a list of (policy name, params) pairs in Python.
+Pools: "default" (CHC w = 12 on persistence forecasts, A2's defaults, uniform progress and greedy: few members,
+each reasonable on any market, since A3's utility is a mixture of theirs while the weights are spread), "wide"
+(11 members: more windows, commitments, predictors and A2 thresholds) for experiments, "quick" (5 cheap
+members, for tests), or a list of (policy name, params) pairs in Python.
+At `reset` every member is simulated on every episode (in parallel, `n_jobs`); `act` plays the chosen member's
+recorded allocation, which reproduces that member's run exactly (same state, same safety net).
+Why these choices, the variants tried and their numbers: docs/decisions/select-flipflop-and-prefer.md,
+docs/decisions/select-evidence.md, docs/decisions/select-pool.md.
 """
 
 from __future__ import annotations

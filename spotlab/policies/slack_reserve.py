@@ -1,56 +1,37 @@
 """Slack reserve: wait for spot while the slack allows, but keep the slack that future restarts will need.
 
 A prediction-free online policy for cost-minimising jobs with a deadline (ours; made for the Can't Be Late
-setting of one instance, generalised to N_min..N_max GPUs). It reads only the present slot and the past of
-the trace (``Episodes.history_avail`` before the window, the slots already seen inside it), never the future.
+setting of one instance, generalised to N_min..N_max GPUs). It reads only the present slot and the past of the
+trace (``Episodes.history_avail`` before the window, the slots already seen inside it), never the future.
 
 **Slack** is the time the job can still lose and finish by the soft deadline d at full speed:
 ``slack = (d - t) - R / H(N_max) - pending`` (R work left, ``pending`` the restart overhead still due), with
-``d - t`` floored to whole slots like the Can't Be Late guard. It only shrinks: idle slots and restarts
-spend it, running at full speed keeps it.
+``d - t`` floored to whole slots like the Can't Be Late guard. It only shrinks: idle slots and restarts spend
+it, running at full speed keeps it.
 
 Rules, per slot and window:
 
-1. **Spot is usable** when at least N_min spot GPUs are obtainable and spot is cheaper than on-demand: run
-   all of them (up to N_max), also leaving on-demand for it. Why: a spot hour costs less than an on-demand
-   hour, and the switch costs only one restart ``delta`` of slack, which rule 2 has kept aside.
-2. **Spot is not usable**: stay idle while ``slack - delta > reserve``; otherwise run N_max on-demand GPUs,
-   and once on on-demand stay there until spot is usable again. Why: the slack pays for two things — idle
-   waiting for spot, and restarts (each spot spell caught from on-demand costs a restart onto spot and one
-   back after the preemption). Greedy spends it all on waiting and then has to finish on on-demand even
-   when spot comes back (Can't Be Late's Greedy costs 119 vs Uniform Progress's 102 on the leaderboard);
-   keeping back what the restarts of the rest of the job will need lets it catch every later spot spell.
+1. **Spot is usable** (at least N_min spot GPUs, cheaper than on-demand): run all of them (up to N_max), also
+   leaving on-demand for it; the switch costs one restart ``delta`` of slack, which rule 2 has kept aside.
+2. **Spot is not usable**: stay idle while ``slack - delta > reserve``; otherwise run N_max on-demand GPUs, and
+   once on on-demand stay there until spot is usable again. Why: the slack pays for idle waiting and for
+   restarts; Greedy spends it all on waiting and then finishes on on-demand even when spot comes back, while
+   keeping back what the rest of the job's restarts need lets the policy catch every later spot spell.
 3. **The reserve** is ``4 * delta + slot + (2 * delta + slot / 2) * lambda * (d - t)``: two round trips of
-   restarts and one slot as a floor, plus, for each spot spell expected in the time left, two restarts and half
-   a slot (the deadline guard counts whole slots). Why the slot in the floor: the deadline rules round the time
-   the work needs *up* to whole slots, so within a slot of their trigger they already hold the job on on-demand
-   GPUs; a reserve without it waited into that slot when restarts are short (0.02 h against 10-min slots) and
-   was then held on on-demand through the spot that came (`guard_slots`, default 1). ``lambda`` (spells per
-   hour) comes from the trace's past: the number n of times spot went from usable to not usable over the T
-   hours of history before the window and the slots seen so far, plus a prior of ``prior_rate`` spells per hour
-   worth ``prior_hours`` hours, and planned on its upper confidence bound
-   ``(n + z^2/2 + z * sqrt(n + z^2/4)) / T`` (Poisson, ``z = 3``). Why the history: how often spot comes and
-   goes is a property of the market that its past shows, and it sets how much slack the restarts will take.
-   Why the upper bound: a reserve too small ends the job pinned to on-demand GPUs (Greedy's failure), one too
-   large only waits less, so with little history (a window near the start of a trace) the policy keeps more.
-4. **Deadline**: the two deadline rules of Greedy and Uniform Progress (`base.deadline_rules`) and the
-   simulator's safety net, as for every online policy, so the hard deadline holds.
+   restarts and one slot (``guard_slots``, default 1: the deadline rules round the work's time up to whole
+   slots) as a floor, plus two restarts and half a slot per spot spell expected in the time left. ``lambda``
+   (spells per hour) counts the n times spot went from usable to not usable over the T hours of history and
+   slots seen, plus a prior of ``prior_rate`` spells per hour worth ``prior_hours`` hours, and is planned on its
+   upper confidence bound ``(n + z^2/2 + z * sqrt(n + z^2/4)) / T`` (Poisson, ``z = 3``). Why: how often spot
+   comes and goes is a property of the market its past shows; a reserve too small pins the job to on-demand
+   GPUs, one too large only waits less, so with little history the policy keeps more.
+4. **Deadline**: the deadline rules of Greedy and Uniform Progress (`base.deadline_rules`) and the simulator's
+   safety net, as for every online policy, so the hard deadline holds.
 
-Measured (notebook 01c): on the ADRS leaderboard's 1,080 Can't Be Late runs it costs $95.15 on average with
-every deadline met (Uniform Progress $101.68, Greedy $119.03; the peers GEPA $95.35 and LEVI $95.07 miss the
-deadline in about 6% of runs). The constants (4 restarts, 2 restarts and half a slot per spell, z = 3, the
-prior) were chosen on other start ticks of the same six traces (every 29th tick from 3); the leaderboard's
-mean was printed beside the tuning set's for every variant tried, so it is not a blind test. The slot in the
-floor follows from the guard's rounding rather than a fit; half a slot, one and two all lowered the cost on every
-set below, one the most, and without it the leaderboard cost $95.36. On windows the leaderboard does not use (2
-deadlines x 3 overheads each, every deadline met; without the slot in brackets): the 300 random-start windows of
-us-west-2a_v100_1, $68.65 ($69.03) vs Uniform Progress $76.75 and Greedy $96.87 (1,800 runs); start ticks every
-31st from 11 of all six traces, $92.52 ($92.75) vs $99.11 (1,440 runs); the tuning ticks themselves, $92.21
-($92.40) vs $98.70 (1,476 runs).
-
-Limits: the policy minimises cost to meet d; it does not weigh a job's value against the cost of finishing
-(a job not worth finishing is still finished). Partial spot (fewer than N_max obtainable GPUs) is taken as
-usable and runs slower; the slack then shrinks and rule 2 or the deadline rules call on-demand GPUs.
+Limits: it minimises cost to meet d and does not weigh a job's value (a job not worth finishing is still
+finished); partial spot is taken as usable and runs slower, and rule 2 or the deadline rules then call on-demand
+GPUs. How the constants were chosen and what it costs on the Can't Be Late leaderboard and on windows the
+leaderboard does not use: docs/decisions/slack-reserve.md.
 """
 
 from __future__ import annotations
