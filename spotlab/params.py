@@ -166,3 +166,10 @@ def positive_hours(v: Any) -> str:
 
 
 Constraint = Interval | Options | Boolean | Callable[[Any], str] | None
+
+
+def check_seed(seed: Any, error: type[SpotlabError] = SpotlabError) -> int:
+    """A seed as an int: a whole number >= 0 (numpy's generators refuse negative ones), else `error`."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise error(f"seed must be a whole number >= 0, got {seed!r}")
+    return int(seed)

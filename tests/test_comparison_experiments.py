@@ -53,7 +53,7 @@ def test_selection_run_structure(market):
 
 
 def test_regret_slope_is_the_loglog_fit(market):
-    from spotlab.policies.hedge import loglog_slope
+    from spotlab.policies.regret import loglog_slope
 
     frame, s = cmp.selection_run(market, SPEC, pool=POOL, stride_hours=2.0, max_jobs=30, slope_start=1, skip_hours=0)
     try:

@@ -112,7 +112,7 @@ def cmd_configs(args: argparse.Namespace) -> int:
     from ..cotune.recommend import Recommender
     from ..cotune.run_history import generate_runs, load_runs
 
-    from ..processes import Progress
+    from ..progress import Progress
 
     if args.n_runs < 20:
         raise _config_error(f"--n-runs must be >= 20 (got {args.n_runs})")

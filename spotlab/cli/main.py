@@ -309,7 +309,7 @@ class _Tracked:
 def cmd_simulate(args) -> int:
     import numpy as np
 
-    from ..processes import Progress
+    from ..progress import Progress
     from ..policies.registry import make_policy, policy_class
     from ..jobs.job import make_job
     from ..market.load import load_market
@@ -437,7 +437,7 @@ def cmd_forecast(args) -> int:
             f"too little history: the trace has {n} slots of {s_hours:g} h ({n * s_hours:g} h); a training window "
             f"of {train} slots plus the largest horizon {horizons[-1]} needs at least {train + horizons[-1]} slots")
     kw = dict(horizons=horizons, train_slots=train, refit_every=every, target=args.target)
-    from ..processes import Progress
+    from ..progress import Progress
 
     n_origins = max(0, n - train - horizons[-1] + 1)
     with Progress(total=2, desc=f"forecast {args.model}", unit="model", enabled=args.progress) as bar:

@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ExperimentError
-from ..processes import progress as progress_bar
+from ..progress import progress as progress_bar
 from ..processes import worker_count
 
 

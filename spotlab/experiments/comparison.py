@@ -40,25 +40,21 @@ import numpy as np
 import pandas as pd
 
 from ..errors import PolicyError, TraceError
-from ..market.load import load_market
 from ..market.market import Market
 from ..market.named import MARKET_SPECS
 from ..market.windows import cut_windows
-from ..policies.hedge import (
-    OWN_RATE,
-    SELECTORS,
-    SelectionRun,
-    loglog_slope,
-    regret_bound_hedge,
-    warm_started,
-)
+from ..params import check_seed
 from ..policies.registry import make_policy, resolved_params
+from ..policies.regret import loglog_slope, regret_bound_hedge
 from ..policies.select import ALGORITHMS, known_from
+from ..policies.selection_run import SelectionRun
+from ..policies.selectors import OWN_RATE, SELECTORS, warm_started
 from ..policies.semantics import Semantics
 from ..simulation.engine import simulate
 from ..simulation.settings import SimSettings
 from ..simulation.slots import horizon_slots
 from . import setups
+from .arguments import check_max_jobs, check_positive, check_spec, resolve_market
 from .cells import Cell, Done, Table, run
 from .outputs import FIGURE, declare
 from .published import PAPER_BEST_IMPROVEMENT
@@ -88,46 +84,6 @@ MAIN = declare("07", comparison_jobs="csv", setups="csv", comparison_table="csv"
 
 
 # ------------------------------------------------------------------------------------------- helpers
-
-
-def _resolve_market(market: str | Market, slot_hours: float, hours: float, market_seed: int,
-                    od_price: float | None = None, spot_share: float | None = None) -> tuple[str, Market]:
-    if isinstance(market, Market):
-        return market.name, market
-    if isinstance(market, str):
-        return market, load_market(market, slot_hours=slot_hours, hours=hours, seed=market_seed, od_price=od_price,
-                                   spot_share=spot_share)
-    raise TraceError(f"a market is a named market ({', '.join(MARKET_SPECS)}), a trace path or a Market, got "
-                     f"{type(market).__name__}")
-
-
-def _check_spec(spec: setups.JobSpec | None) -> setups.JobSpec:
-    if spec is None:
-        return setups.JobSpec()
-    if not isinstance(spec, setups.JobSpec):
-        raise TraceError(f"spec must be a setups.JobSpec, got {type(spec).__name__}")
-    return spec
-
-
-def _check_positive(value, what: str, allow_none: bool = False) -> None:
-    if value is None and allow_none:
-        return
-    ok = not isinstance(value, bool) and isinstance(value, (int, float, np.integer, np.floating))
-    if not ok or not math.isfinite(float(value)) or float(value) <= 0:
-        raise TraceError(f"{what} must be a positive number, got {value!r}")
-
-
-def _check_max_jobs(max_jobs) -> None:
-    if max_jobs is None:
-        return
-    if isinstance(max_jobs, bool) or not isinstance(max_jobs, (int, np.integer)) or max_jobs < 1:
-        raise TraceError(f"max_jobs must be a whole number >= 1 or None, got {max_jobs!r}")
-
-
-def _check_seed(seed) -> int:
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise PolicyError(f"seed must be a whole number >= 0, got {seed!r}")
-    return int(seed)
 
 
 def _fingerprint(market: Market) -> dict[str, Any]:
@@ -236,11 +192,11 @@ def selection_runs(market: str | Market, spec: setups.JobSpec | None = None, poo
         raise PolicyError(f"selection_runs: give at least one algorithm ({', '.join(ALGORITHMS)})")
     for a in algos:
         _base_algorithm(a)
-    spec = _check_spec(spec)
-    _check_positive(stride_hours, "stride_hours")
-    _check_max_jobs(max_jobs)
-    seed = _check_seed(seed)
-    key, mkt = _resolve_market(market, slot_hours, hours, market_seed)
+    spec = check_spec(spec)
+    check_positive(stride_hours, "stride_hours")
+    check_max_jobs(max_jobs)
+    seed = check_seed(seed, PolicyError)
+    key, mkt = resolve_market(market, slot_hours, hours, market_seed)
     job = spec.job(mkt)
     episodes = cut_windows(mkt, stride_hours=stride_hours, horizon_hours=job.hard_deadline_h, max_jobs=max_jobs,
                            skip_hours=skip_hours)
@@ -342,9 +298,9 @@ def main_comparison(markets: Iterable[str | Market] | Mapping[str, Market] | str
     net of every run (default spotlab's: fractional billing, the strict net without give-up). `skip_hours`: where
     each market's first job starts (`market.windows.cut_windows`; default after a week of history).
     """
-    spec = _check_spec(spec)
-    _check_max_jobs(max_jobs)
-    seed = _check_seed(seed)
+    spec = check_spec(spec)
+    check_max_jobs(max_jobs)
+    seed = check_seed(seed, PolicyError)
     methods = default_methods() if methods is None else methods
     if not isinstance(methods, Mapping) or not methods:
         raise PolicyError("methods must be a non-empty mapping label -> (policy name, params)")
@@ -368,12 +324,12 @@ def main_comparison(markets: Iterable[str | Market] | Mapping[str, Market] | str
             if not isinstance(m, Market):
                 raise TraceError(f"markets[{k!r}] must be a Market, got {type(m).__name__}")
     else:
-        resolved = dict(_resolve_market(m, slot_hours, hours, market_seed, od_price, spot_share) for m in markets)
+        resolved = dict(resolve_market(m, slot_hours, hours, market_seed, od_price, spot_share) for m in markets)
     if not resolved:
         raise TraceError("main_comparison: no markets given")
     strides = {k: (stride_hours.get(k) if isinstance(stride_hours, Mapping) else stride_hours) for k in resolved}
     for k, s in strides.items():
-        _check_positive(s, f"stride_hours[{k!r}]")
+        check_positive(s, f"stride_hours[{k!r}]")
 
     csv = None if out_dir is None else Path(out_dir) / replace(MAIN.comparison_jobs, notebook=prefix).csv
     setup_rows, cells, computed = [], [], []

@@ -42,20 +42,15 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from ..errors import TraceError
+from ..errors import PolicyError, TraceError
 from ..market.market import Market
 from ..market.named import MARKET_SPECS
 from ..policies.semantics import Semantics
 from ..simulation.slots import horizon_slots
 from . import setups
-from .comparison import (
-    A3,
-    _check_max_jobs,
-    _check_positive,
-    _check_seed,
-    _resolve_market,
-    main_comparison,
-)
+from .arguments import check_max_jobs, check_positive, resolve_market
+from .comparison import A3, main_comparison
+from ..params import check_seed
 
 __all__ = ["BARS", "MARGINS", "MARGIN_UNITS", "HeldOut", "bars", "heldout_check", "random_spec"]
 
@@ -214,11 +209,11 @@ def heldout_check(markets: Iterable[str | Market] | str | Market, jobs: int = 8,
     the checks are written to `heldout_checks.csv`. `give_up`: whether the safety net may stop a job not worth
     finishing on demand (`policies.safety_net`), for every online method; None (the default): for every job with
     a value or a miss penalty, never for a cost-only job."""
-    seed = _check_seed(seed)
-    _check_max_jobs(max_jobs)
+    seed = check_seed(seed, PolicyError)
+    check_max_jobs(max_jobs)
     if give_up is not None and not isinstance(give_up, (bool, np.bool_)):
         raise TraceError(f"give_up must be true, false or None (for jobs with a value), got {give_up!r}")
-    _check_positive(stride_hours, "stride_hours")
+    check_positive(stride_hours, "stride_hours")
     if isinstance(w, bool) or not isinstance(w, (int, np.integer)) or w < 1:
         raise TraceError(f"w must be a whole number of slots >= 1, got {w!r}")
     if indices is None:
@@ -228,7 +223,7 @@ def heldout_check(markets: Iterable[str | Market] | str | Market, jobs: int = 8,
     specs = [(int(i), random_spec(seed, int(i), **(fixed or {}))) for i in indices]
     if isinstance(markets, (str, Market)):
         markets = [markets]
-    pairs = [_label(*_resolve_market(m, slot_hours, 24 * 21, seed, od_price, spot_share)) for m in markets]
+    pairs = [_label(*resolve_market(m, slot_hours, 24 * 21, seed, od_price, spot_share)) for m in markets]
     if not pairs:
         raise TraceError("heldout_check: no markets given")
     resolved = dict(pairs)
@@ -236,7 +231,7 @@ def heldout_check(markets: Iterable[str | Market] | str | Market, jobs: int = 8,
         raise TraceError(f"heldout_check: two markets have the same name ({', '.join(k for k, _ in pairs)}); "
                          "give each trace file its own name")
 
-    from ..processes import Progress
+    from ..progress import Progress
 
     todo = [(key, mkt, i, spec) for i, spec in specs for key, mkt in resolved.items()]
     checks, parts = [], []

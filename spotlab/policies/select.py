@@ -51,7 +51,9 @@ from ..market.episodes import Episodes
 from ..simulation.engine import simulate
 from ..simulation.interface import Context, Observation
 from .base import OnlinePolicy
-from .hedge import OWN_RATE, SELECTORS, SelectionRun, loglog_slope, warm_started
+from .selectors import OWN_RATE, SELECTORS, warm_started
+from .selection_run import SelectionRun
+from .regret import loglog_slope
 from .registry import REGISTRY, make_policy, policy_class
 
 POOLS: dict[str, list[tuple[str, dict[str, Any]]]] = {

@@ -1,13 +1,15 @@
-"""Hedge, AdaHedge and EXP3 over a pool of K scheduling policies: the algorithms of A3 (`policies.select`, SPEC §6).
+"""The selection algorithms of A3 (`policies.select`, SPEC §6) over a pool of K scheduling policies: FlipFlop (the
+default), AdaHedge, Hedge and EXP3, and `SELECTORS`, their registry by name.
 
 A *round* is one job run on one market window. The market is exogenous, so after each round every pool
 member can be replayed on the same window and its utility is known: that is the full-information
 (experts) setting, where Hedge is the right tool. EXP3 is the bandit ablation, in which only the chosen
 member's utility is seen; comparing the two shows what the replays buy.
 
-This module is the pure algorithm: it takes the matrix of member utilities ``U`` (rounds × K), already
-computed, and says which member each round would have run. Utilities become losses in [0, 1] through a
-known range ``[lo, hi]`` so that the regret bounds, which assume losses in [0, 1], apply.
+These are the pure algorithms: each takes the matrix of member utilities ``U`` (rounds × K), already computed,
+and says which member each round would have run (a `selection_run.SelectionRun`). Utilities become losses in
+[0, 1] through a known range ``[lo, hi]`` so that the regret bounds (`policies.regret`), which assume losses in
+[0, 1], apply. A new algorithm is a function here and a line in `SELECTORS`.
 
 References:
 - N. Cesa-Bianchi, G. Lugosi, *Prediction, Learning, and Games*, Cambridge UP 2006, Thm 2.2 (fixed η)
@@ -23,92 +25,16 @@ References:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
 from ..errors import PolicyError
-
-if TYPE_CHECKING:
-    import pandas as pd
-
-__all__ = [
-    "SelectionRun",
-    "losses_from_utilities",
-    "hedge",
-    "adahedge",
-    "flipflop",
-    "exp3",
-    "warm_started",
-    "regret_bound_hedge",
-    "regret_bound_exp3",
-    "loglog_slope",
-]
-
+from .selection_run import (SelectionRun, check_known_from, check_names, check_positive_int, check_range,
+    check_utilities, losses_from_utilities)
+from ..params import check_seed
 
 # --------------------------------------------------------------------------------------------- checks
-
-
-def _check_range(lo: float, hi: float) -> tuple[float, float]:
-    try:
-        lo_f, hi_f = float(lo), float(hi)
-    except (TypeError, ValueError):
-        raise PolicyError(f"utility range must be two numbers, got lo={lo!r}, hi={hi!r}") from None
-    if not (math.isfinite(lo_f) and math.isfinite(hi_f)):
-        raise PolicyError(f"utility range must be finite, got lo={lo_f}, hi={hi_f}")
-    if lo_f >= hi_f:
-        raise PolicyError(f"utility range needs lo < hi, got lo={lo_f}, hi={hi_f}")
-    return lo_f, hi_f
-
-
-def _check_utilities(U) -> np.ndarray:
-    try:
-        arr = np.array(U, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise PolicyError(f"utilities must be numeric: {exc}") from None
-    if arr.ndim != 2:
-        raise PolicyError(f"utilities must have shape (rounds, K), got an array of shape {arr.shape}")
-    rounds, k = arr.shape
-    if k < 1:
-        raise PolicyError(f"the pool needs at least one member (K >= 1), got K={k} (shape {arr.shape})")
-    if rounds < 1:
-        raise PolicyError(f"utilities need at least one round, got shape {arr.shape}")
-    bad = ~np.isfinite(arr)
-    if bad.any():
-        r, m = np.argwhere(bad)[0]
-        kind = "NaN" if np.isnan(arr[r, m]) else "infinite"
-        raise PolicyError(
-            f"utilities must be finite: {int(bad.sum())} entries are NaN or infinite, "
-            f"first at round {int(r)}, member {int(m)} ({kind})"
-        )
-    arr.setflags(write=False)
-    return arr
-
-
-def _check_positive_int(value, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise PolicyError(f"{what} must be a positive integer, got {value!r}")
-    return int(value)
-
-
-def _check_seed(seed) -> int:
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise PolicyError(f"seed must be a non-negative integer, got {seed!r}")
-    return int(seed)
-
-
-def _check_names(names: Sequence[str] | None, k: int) -> tuple[str, ...]:
-    if names is None or len(names) == 0:
-        return tuple(f"m{i}" for i in range(k))
-    out = tuple(names)
-    if len(out) != k:
-        raise PolicyError(f"names must give one name per member: {len(out)} names for K={k} members")
-    if not all(isinstance(n, str) and n for n in out):
-        raise PolicyError(f"member names must be non-empty strings, got {out!r}")
-    if len(set(out)) != k:
-        raise PolicyError(f"member names must be distinct, got {out!r}")
-    return out
 
 
 def _eta_schedule(
@@ -120,7 +46,7 @@ def _eta_schedule(
     in so that Hedge and EXP3 share the precedence rules and the checks.
     """
     if horizon is not None:
-        horizon = _check_positive_int(horizon, "horizon")
+        horizon = check_positive_int(horizon, "horizon")
         if horizon < rounds:
             raise PolicyError(
                 f"horizon={horizon} is shorter than the {rounds} rounds given; the tuned learning rate "
@@ -142,26 +68,11 @@ def _eta_schedule(
 # ------------------------------------------------------------------------------------------ primitives
 
 
-def _check_known_from(known_from, rounds: int) -> np.ndarray:
-    """`known_from[i]`: the first round whose choice may use round i's outcome (default i + 1)."""
-    if known_from is None:
-        return np.arange(1, rounds + 1)
-    arr = np.asarray(known_from)
-    if arr.shape != (rounds,) or not np.issubdtype(arr.dtype, np.integer):
-        raise PolicyError(f"known_from must be {rounds} whole round indices (got shape {arr.shape})")
-    bad = np.flatnonzero(arr <= np.arange(rounds))
-    if bad.size:
-        i = int(bad[0])
-        raise PolicyError(f"known_from[{i}] = {arr[i]}: a round's outcome is known only after it, i.e. from "
-                          f"round {i + 1} on")
-    return arr.astype(np.int64)
-
-
 def _prepare(U, lo, hi, seed, names) -> tuple[float, float, np.ndarray, int, tuple[str, ...]]:
     """The checks every algorithm starts with: range, utilities, seed, member names."""
-    lo, hi = _check_range(lo, hi)
-    arr = _check_utilities(U)
-    return lo, hi, arr, _check_seed(seed), _check_names(names, arr.shape[1])
+    lo, hi = check_range(lo, hi)
+    arr = check_utilities(U)
+    return lo, hi, arr, check_seed(seed, PolicyError), check_names(names, arr.shape[1])
 
 
 def _result(algorithm: str, U: np.ndarray, p: np.ndarray, chosen: np.ndarray, etas: np.ndarray, seed: int,
@@ -188,17 +99,6 @@ def _known_before(loss: np.ndarray, known_from: np.ndarray) -> np.ndarray:
     return np.cumsum(add, axis=0)[:rounds]
 
 
-def losses_from_utilities(U, lo: float, hi: float) -> np.ndarray:
-    """Losses in [0, 1]: ``(hi - u) / (hi - lo)``, clipped.
-
-    The regret bounds assume losses in [0, 1]; a utility outside ``[lo, hi]`` is clipped, so regret bounds
-    stated in utility units only hold when every utility lies in the range.
-    """
-    lo, hi = _check_range(lo, hi)
-    arr = _check_utilities(U)
-    return np.clip((hi - arr) / (hi - lo), 0.0, 1.0)
-
-
 def _softmax_neg(eta: np.ndarray, L: np.ndarray) -> np.ndarray:
     """Rows of ``exp(-eta * L)`` normalised, via log-sum-exp (the least loss gets exponent 0)."""
     z = -np.asarray(eta)[..., None] * L
@@ -216,106 +116,6 @@ def _draw(p: np.ndarray, u: np.ndarray) -> np.ndarray:
     cdf = np.cumsum(p, axis=-1)
     idx = (cdf <= (u * cdf[..., -1])[..., None]).sum(axis=-1)
     return np.minimum(idx, p.shape[-1] - 1)
-
-
-# ---------------------------------------------------------------------------------------------- result
-
-
-@dataclass(frozen=True, eq=False)
-class SelectionRun:
-    """What an online selector did, round by round, and how it compares with each fixed member.
-
-    Arrays are read-only. ``probabilities[t]`` are the weights *before* round t is seen; ``chosen[t]`` is
-    the member drawn from them; ``utility_expected[t] = probabilities[t] @ member_utilities[t]`` is the
-    utility in expectation over that draw (for EXP3 it uses the utilities of members it did not see, for
-    evaluation only).
-    """
-
-    algorithm: str
-    member_utilities: np.ndarray  # (rounds, K)
-    probabilities: np.ndarray  # (rounds, K)
-    chosen: np.ndarray  # (rounds,) int
-    utility_chosen: np.ndarray  # (rounds,)
-    utility_expected: np.ndarray  # (rounds,)
-    eta: np.ndarray  # (rounds,) learning rate used to form probabilities[t]
-    seed: int
-    lo: float
-    hi: float
-    gamma: float = 0.0
-    names: tuple[str, ...] = field(default=())
-
-    def __post_init__(self) -> None:
-        # Copies, so that making them read-only never freezes an array the caller still owns.
-        U = np.array(self.member_utilities, dtype=float)
-        if U.ndim != 2:
-            raise PolicyError(f"member_utilities must have shape (rounds, K), got {U.shape}")
-        rounds, k = U.shape
-        arrays = {
-            "probabilities": (np.array(self.probabilities, dtype=float), (rounds, k)),
-            "chosen": (np.array(self.chosen, dtype=np.int64), (rounds,)),
-            "utility_chosen": (np.array(self.utility_chosen, dtype=float), (rounds,)),
-            "utility_expected": (np.array(self.utility_expected, dtype=float), (rounds,)),
-            "eta": (np.array(self.eta, dtype=float), (rounds,)),
-        }
-        for name, (arr, shape) in arrays.items():
-            if arr.shape != shape:
-                raise PolicyError(f"{name} must have shape {shape}, got {arr.shape}")
-            arr.setflags(write=False)
-            object.__setattr__(self, name, arr)
-        U.setflags(write=False)
-        object.__setattr__(self, "member_utilities", U)
-        object.__setattr__(self, "names", _check_names(self.names, k))
-
-    @property
-    def rounds(self) -> int:
-        return int(self.member_utilities.shape[0])
-
-    @property
-    def n_members(self) -> int:
-        return int(self.member_utilities.shape[1])
-
-    def cumulative_regret(self, expected: bool = True) -> np.ndarray:
-        """Regret after each round, in utility units, against the best fixed member *up to that round*.
-
-        ``max_k sum_{s<=t} U[s, k] - sum_{s<=t} u_alg[s]``, with ``u_alg`` the expected utility (default;
-        removes the selector's own sampling noise) or the realised one. It can be negative.
-        """
-        best = np.cumsum(self.member_utilities, axis=0).max(axis=1)
-        own = self.utility_expected if expected else self.utility_chosen
-        return best - np.cumsum(own)
-
-    @property
-    def best_member(self) -> int:
-        """Index of the best fixed member over all rounds (the lowest index on ties)."""
-        return int(np.argmax(self.member_utilities.sum(axis=0)))
-
-    @property
-    def regret(self) -> float:
-        """Final expected regret against the best fixed member in hindsight."""
-        return float(self.cumulative_regret(expected=True)[-1])
-
-    def to_frame(self) -> pd.DataFrame:
-        """One row per round (rounds numbered from 1): choice, utilities, regrets, η and the weights.
-
-        Columns: ``round, chosen, member, utility_chosen, utility_expected, regret, regret_realised, eta``
-        and one ``weight_<name>`` column per member (the probabilities before the round).
-        """
-        import pandas as pd
-        df = pd.DataFrame(
-            {
-                "round": np.arange(1, self.rounds + 1),
-                "chosen": self.chosen,
-                "member": [self.names[i] for i in self.chosen],
-                "utility_chosen": self.utility_chosen,
-                "utility_expected": self.utility_expected,
-                "regret": self.cumulative_regret(expected=True),
-                "regret_realised": self.cumulative_regret(expected=False),
-                "eta": self.eta,
-            }
-        )
-        for i, name in enumerate(self.names):
-            df[f"weight_{name}"] = self.probabilities[:, i]
-        return df
 
 
 # ------------------------------------------------------------------------------------------ algorithms
@@ -358,7 +158,7 @@ def hedge(
         fixed=lambda T: math.sqrt(8 * ln_k / T),
         anytime=lambda t: np.sqrt(8 * ln_k / t),
     )
-    before = _known_before(loss, _check_known_from(known_from, rounds))  # L_{t-1} (what is known)
+    before = _known_before(loss, check_known_from(known_from, rounds))  # L_{t-1} (what is known)
     p = _softmax_neg(etas, before)
     rng = np.random.default_rng(seed)
     chosen = _draw(p, rng.random(rounds))
@@ -470,7 +270,7 @@ def _adaptive(name: str, U, lo: float, hi: float, seed: int, names, known_from, 
     rounds, k = arr.shape
     loss = losses_from_utilities(arr, lo, hi)
     ln_k = math.log(k)
-    arrivals = _arrivals(_check_known_from(known_from, rounds))
+    arrivals = _arrivals(check_known_from(known_from, rounds))
     if evidence is not None and not (0.0 < float(evidence) < 1.0):
         raise PolicyError(f"evidence must be a confidence level in (0, 1), got {evidence!r}")
     gate = prefer is not None and evidence is not None
@@ -566,7 +366,7 @@ def exp3(
     )
     rng = np.random.default_rng(seed)
     u = rng.random(rounds)
-    arrivals = _arrivals(_check_known_from(known_from, rounds))
+    arrivals = _arrivals(check_known_from(known_from, rounds))
     L_hat = np.zeros(k)
     p = np.empty((rounds, k))
     chosen = np.empty(rounds, dtype=np.int64)
@@ -590,14 +390,14 @@ def warm_started(algorithm: Callable[..., SelectionRun], warm, U, lo: float, hi:
     against the best fixed member on those rounds. `known_from` indexes the rounds of `U` as in `hedge`.
     With no warm-up rows this is `algorithm` itself.
     """
-    arr = _check_utilities(U)
+    arr = check_utilities(U)
     w = np.asarray(warm, dtype=float).reshape(-1, arr.shape[1]) if warm is not None else np.empty((0, arr.shape[1]))
     n0, rounds = w.shape[0], arr.shape[0]
     if n0 == 0:
         return algorithm(arr, lo, hi, known_from=known_from, **kwargs)
     if not np.all(np.isfinite(w)):
         raise PolicyError("warm-up utilities must be finite numbers")
-    known = _check_known_from(known_from, rounds)
+    known = check_known_from(known_from, rounds)
     full_known = np.concatenate([np.arange(1, n0 + 1), known + n0])
     run = algorithm(np.vstack([w, arr]), lo, hi, known_from=full_known, **kwargs)
     p = run.probabilities[n0:]
@@ -610,92 +410,3 @@ def warm_started(algorithm: Callable[..., SelectionRun], warm, U, lo: float, hi:
 SELECTORS: dict[str, Callable[..., SelectionRun]] = {"flipflop": flipflop, "adahedge": adahedge, "hedge": hedge,
                                                      "exp3": exp3}
 OWN_RATE = ("flipflop", "adahedge")
-
-
-# ---------------------------------------------------------------------------------------------- theory
-
-
-def _bound_args(T, K, lo, hi) -> tuple[np.ndarray, int, float]:
-    lo, hi = _check_range(lo, hi)
-    K = _check_positive_int(K, "K")
-    try:
-        T_arr = np.asarray(T, dtype=float)
-    except (TypeError, ValueError):
-        raise PolicyError(f"T must be a positive number of rounds, got {T!r}") from None
-    if T_arr.size == 0 or not np.all(np.isfinite(T_arr)) or np.any(T_arr < 1):
-        raise PolicyError(f"T must be >= 1 (rounds), got {T!r}")
-    return T_arr, K, hi - lo
-
-
-def regret_bound_hedge(T, K: int, lo: float, hi: float, anytime: bool = False):
-    """Worst-case bound on Hedge's expected regret after T rounds, in utility units (T may be an array).
-
-    From Cesa-Bianchi & Lugosi, *Prediction, Learning, and Games* (2006), losses in [0, 1] scaled by
-    ``hi - lo``:
-
-    - fixed ``η = sqrt(8 ln K / T)`` (Thm 2.2): ``(hi - lo) sqrt(T ln K / 2)``. The proof gives
-      ``ln K / η + n η / 8`` after n rounds, so the same value bounds the regret at every n <= T;
-    - anytime ``η_t = sqrt(8 ln K / t)`` (Thm 2.3): ``(hi - lo) (sqrt(2 T ln K) + sqrt(ln K / 8))``, i.e.
-      twice the fixed-η bound plus a constant, holding for every T simultaneously.
-
-    Valid only when every utility lies in ``[lo, hi]`` (otherwise losses are clipped).
-    """
-    T_arr, K, scale = _bound_args(T, K, lo, hi)
-    ln_k = math.log(K)
-    if anytime:
-        out = scale * (np.sqrt(2 * T_arr * ln_k) + math.sqrt(ln_k / 8))
-    else:
-        out = scale * np.sqrt(T_arr * ln_k / 2)
-    return float(out) if out.ndim == 0 else out
-
-
-def regret_bound_exp3(T, K: int, lo: float, hi: float, anytime: bool = False):
-    """Bound on loss-based EXP3's pseudo-regret (γ = 0), in utility units (Bubeck & Cesa-Bianchi 2012).
-
-    Fixed ``η = sqrt(2 ln K / (T K))``: ``(hi - lo) sqrt(2 T K ln K)``; anytime
-    ``η_t = sqrt(ln K / (t K))``: ``(hi - lo) 2 sqrt(T K ln K)``. Larger than Hedge's by about sqrt(K):
-    the price of seeing one member per round.
-    """
-    T_arr, K, scale = _bound_args(T, K, lo, hi)
-    ln_k = math.log(K)
-    out = scale * (2 * np.sqrt(T_arr * K * ln_k) if anytime else np.sqrt(2 * T_arr * K * ln_k))
-    return float(out) if out.ndim == 0 else out
-
-
-def loglog_slope(rounds, regret, start: int = 10) -> float:
-    """Least-squares slope of log(regret) against log(round), over rounds >= ``start`` with regret > 0.
-
-    The empirical check of SPEC §6 A3: regret growing like sqrt(T) gives slope 0.5, bounded regret (a
-    selector that has locked onto the best member) gives a slope that tends to 0, linear regret (no
-    learning) slope 1. ``start`` (default 10) skips the first rounds, where the best member in hindsight
-    is still changing and the regret is mostly noise. Rounds with non-positive regret are ignored (the
-    logarithm is undefined there); fewer than 3 usable points raise `PolicyError`, and so does a regret that ends
-    at or below 0: the selector has caught up with the best member, and a fit through the positive rounds before
-    that would read a fall to 0 as a steep negative slope (-12.6 on notebook 06's market), not as a growth rate.
-    """
-    try:
-        r = np.asarray(rounds, dtype=float)
-        g = np.asarray(regret, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise PolicyError(f"rounds and regret must be numeric: {exc}") from None
-    if r.ndim != 1 or g.ndim != 1 or r.shape != g.shape:
-        raise PolicyError(
-            f"rounds and regret must be 1-D arrays of the same length, got shapes {r.shape} and {g.shape}"
-        )
-    if not np.all(np.isfinite(r)) or np.any(r <= 0):
-        raise PolicyError("rounds must be finite and positive (numbered from 1)")
-    finite = g[np.isfinite(g)]
-    if finite.size and finite[-1] <= 0:
-        raise PolicyError(f"the regret ends at {float(finite[-1]):.3g} <= 0 (the selector caught up with the best "
-                          "member): there is no growth to fit a slope to")
-    use = (r >= start) & np.isfinite(g) & (g > 0)
-    n = int(use.sum())
-    if n < 3:
-        raise PolicyError(
-            f"loglog_slope needs at least 3 rounds >= start={start} with positive regret, got {n}"
-        )
-    x, y = np.log(r[use]), np.log(g[use])
-    if np.ptp(x) == 0:
-        raise PolicyError("loglog_slope needs at least two distinct rounds")
-    slope, _ = np.polyfit(x, y, 1)
-    return float(slope)
