@@ -112,16 +112,24 @@ def init_parameters(cls: type) -> dict[str, inspect.Parameter]:
 class Params:
     """Base of the registered classes: parameters stored under their own names, declared constraints.
 
-    Subclasses set `_parameter_constraints` (name -> list of accepted kinds, see the module doc), `name`
+    Subclasses set `_parameter_constraints` (name -> list of accepted kinds, see the module doc), beside it
+    `_parameter_help` (name -> what the parameter means, one line: what `spotlab policies NAME` prints), `name`
     (used in messages) and `param_error` (the `SpotlabError` subclass raised); `_check_together()` may add
     the checks that involve several parameters at once."""
 
     _parameter_constraints: ClassVar[dict[str, list]] = {}
+    _parameter_help: ClassVar[dict[str, str]] = {}
     param_error: ClassVar[type[SpotlabError]] = SpotlabError
 
     @classmethod
     def param_names(cls) -> list[str]:
         return list(init_parameters(cls))
+
+    @classmethod
+    def parameter_help(cls) -> list[tuple[str, Any, str]]:
+        """(name, default, meaning) of every parameter, in `__init__`'s order."""
+        where = f"see the docstring of {cls.__module__}"
+        return [(k, p.default, cls._parameter_help.get(k, where)) for k, p in init_parameters(cls).items()]
 
     def get_params(self, deep: bool = True) -> dict[str, Any]:
         """The `__init__` arguments as given (scikit-learn's protocol; `deep` has nothing to recurse into)."""

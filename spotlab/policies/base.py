@@ -5,6 +5,8 @@ The interface itself (what a policy is told, sees and returns) is the engine's: 
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from ..errors import PolicyError
 from ..jobs.job import Job
 from ..params import Params
@@ -19,6 +21,10 @@ class OnlinePolicy(Params):
     name = "online"
     online = True
     param_error = PolicyError
+    # A window's decisions never depend on another window's: the runner may simulate the windows in blocks.
+    independent_windows: ClassVar[bool] = False
+    # Reads the market's past before each window (forecasts, spell statistics): the windows keep their history.
+    reads_history: ClassVar[bool] = True
 
     def reset(self, ctx: Context) -> None:
         self.check_params()

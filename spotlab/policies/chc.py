@@ -131,6 +131,28 @@ class CHC(OnlinePolicy):
         "mip_gap": [Interval(Real, 0, 1, closed="left")],
         "seed": [Interval(Integral, 0, None)],
     }
+    _parameter_help = {
+        "w": "look-ahead window in slots",
+        "v": "commitment: slots executed from each plan before replanning",
+        "predictor": "forecasting model (spotlab forecast --model names) or oracle",
+        "sigma": "the oracle's forecast error, sigma*sqrt(h) at h slots ahead (0: perfect foresight)",
+        "quantile": "plan on the GPUs available with this probability (None: the mean forecast)",
+        "averaging": "Chen et al.'s CHC: v staggered controllers averaged",
+        "urgency": "share of the price by which spot taken now (on-demand bought later) looks cheaper while the "
+                   "plan leans on the tail",
+        "tail": "what the fluid tail after the window reads: auto (the oracle's forecast for the oracle, the past "
+                "otherwise), past or oracle",
+        "restart_reserve": "value a job as many hours late as restarts at the past's rate would take to the soft "
+                           "deadline, before a tail read from the past",
+        "refit_hours": "hours between refits of the forecaster",
+        "train_hours": "hours of history each forecaster fit uses",
+        "blocks": "at most this many time blocks model the tail from the end of the window to the hard deadline",
+        "method": "window problems: auto (the dynamic programme, the MILP where it does not apply), dp or milp",
+        "solver": "MILP solver: glpk or highs",
+        "time_limit": "seconds per solve; a time-out keeps the best schedule found (its gap is reported)",
+        "mip_gap": "relative optimality gap at which a solve stops",
+        "seed": "the policy's random seed (the same as --seed)",
+    }
 
     def _check_together(self) -> None:
         if self.v > self.w:

@@ -14,6 +14,8 @@ from .deadline import deadline_rules, spot_only
 
 class Greedy(OnlinePolicy):
     name = "greedy"
+    independent_windows = True
+    reads_history = False
 
     def act(self, obs: Observation):
         o, s = spot_only(self.job, obs)

@@ -10,6 +10,8 @@ from .base import OnlinePolicy
 
 class OnDemand(OnlinePolicy):
     name = "on_demand"
+    independent_windows = True
+    reads_history = False
 
     def act(self, obs: Observation):
         w = obs.remaining.shape[0]

@@ -67,6 +67,8 @@ class Optimal(Params):
     name = "optimal"
     online = False  # a hindsight plan: never guarded by the safety net
     hindsight = True  # sees the whole window: never a member of `select`'s pool
+    independent_windows = False  # its solves share workers and a warm start across windows
+    reads_history = False
 
     def __init__(self, solver: str = "highs", time_limit: float = 120.0, mip_gap: float = DEFAULT_GAP,
                  must_finish: bool = True, n_jobs: int = -1, method: str = "auto", warm_start: bool = True):
@@ -87,6 +89,15 @@ class Optimal(Params):
         "n_jobs": [lambda n: "" if Interval(Integral, None, None).accepts(n) and n != 0 else "a non-zero whole number"],
         "method": [Options(*METHODS)],
         "warm_start": [Boolean()],
+    }
+    _parameter_help = {
+        "solver": "MILP solver: glpk or highs",
+        "time_limit": "seconds per solve; a time-out keeps the best schedule found (its gap is reported)",
+        "mip_gap": "relative optimality gap at which a solve stops",
+        "must_finish": "require the work done by the hard deadline (else the miss penalty is priced in)",
+        "n_jobs": "worker processes (-1: all cores; 1 inside a worker)",
+        "method": "auto: the exact dynamic programme where it applies, else the MILP; dp or milp to force one",
+        "warm_start": "start each MILP from the best baseline schedule (a time-out is then never worse)",
     }
 
     def _exact(self, ctx: Context):

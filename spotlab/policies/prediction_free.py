@@ -51,6 +51,8 @@ class PredictionFree(OnlinePolicy):
     """Price threshold + progress line to ``sigma * d`` + hysteresis (see the module docstring)."""
 
     name = "prediction_free"
+    independent_windows = True
+    reads_history = False
 
     def __init__(self, theta: float = 1.0, sigma: float = 1.0, hysteresis_h: float | None = None):
         self.theta = theta
@@ -61,6 +63,11 @@ class PredictionFree(OnlinePolicy):
         "theta": [Interval(Real, 0, None)],  # spot is a deal below theta x the on-demand price
         "sigma": [Interval(Real, 0, 1, closed="right")],  # the line finishes the work by sigma x soft deadline
         "hysteresis_h": [None, Interval(Real, 0, None)],  # None: 2 x the restart overhead
+    }
+    _parameter_help = {
+        "theta": "use spot when its price is at most theta x on-demand",
+        "sigma": "the progress line finishes the work by sigma x soft deadline",
+        "hysteresis_h": "hours to stay on a choice before switching back (None: 2 restart overheads)",
     }
 
     def reset(self, ctx: Context) -> None:

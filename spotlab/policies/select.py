@@ -166,6 +166,19 @@ class Select(OnlinePolicy):
         "seed": [Interval(Integral, 0, None)],
         "n_jobs": [lambda n: "" if Interval(Integral, None, None).accepts(n) and n != 0 else "a non-zero whole number"],
     }
+    _parameter_help = {
+        "pool": "members to choose from: default, wide, quick, or a list of (policy, params) pairs",
+        "algorithm": "flipflop (default: follow the leader, AdaHedge when that costs), adahedge, hedge (worst-case "
+                     "rate) or exp3 (bandit feedback)",
+        "eta": "learning rate of hedge/exp3 (None: the theoretical one)",
+        "warmup": "start from what the pool teaches on the week before the first round",
+        "prefer": "the member played while nothing is known and on ties (auto: the pool's CHC member, else uniform "
+                  "progress; none: a uniform draw)",
+        "evidence": "play another member only once a one-sided paired t-test at this level shows it beats prefer "
+                    "(flipflop, adahedge; none: follow any lead)",
+        "seed": "the policy's random seed (the same as --seed)",
+        "n_jobs": "worker processes (-1: all cores; 1 inside a worker)",
+    }
 
     def members(self) -> list[tuple[str, dict[str, Any]]]:
         if isinstance(self.pool, str):

@@ -62,6 +62,13 @@ class SlackReserve(OnlinePolicy):
 
     _parameter_constraints = {k: [Interval(Real, 0, None)]
                               for k in ("floor_restarts", "prior_rate", "prior_hours", "z", "guard_slots")}
+    _parameter_help = {
+        "floor_restarts": "restarts always kept in reserve (slack in units of the restart overhead)",
+        "prior_rate": "prior spot spells per hour, before the trace's history is seen",
+        "prior_hours": "weight of that prior, in hours of history",
+        "z": "confidence of the upper bound on spells per hour (standard deviations)",
+        "guard_slots": "slots of slack kept beyond the restarts, for the deadline guard's rounding",
+    }
 
     def reset(self, ctx: Context) -> None:
         super().reset(ctx)

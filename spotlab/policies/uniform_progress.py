@@ -21,9 +21,15 @@ from .deadline import deadline_rules, spot_only
 
 class UniformProgress(OnlinePolicy):
     name = "uniform_progress"
+    independent_windows = True
+    reads_history = False
 
     def __init__(self, hysteresis: bool = True):
         self.hysteresis = hysteresis
+
+    _parameter_help = {
+        "hysteresis": "stay on on-demand until spot is back and progress is 2 restarts ahead of the line",
+    }
 
     def act(self, obs: Observation):
         job = self.job
