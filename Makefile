@@ -36,10 +36,10 @@ $(SERVER_CONFIG): jupyterlab-settings/jupyter_server_config.json $(STAMP)
 setup: $(STAMP) $(LAB_SETTINGS) $(SERVER_CONFIG)
 
 lab: setup
-	$(VENV)/bin/jupyter lab --ServerApp.root_dir=.
+	$(VENV)/bin/jupyter lab --ServerApp.root_dir=. $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 reproduce: setup
-	$(PY) -m spotlab.notebooks.reproduce --out paper_figures --build build --jobs $(JOBS) $(if $(filter 1,$(QUICK)),--quick,)
+	$(PY) -m spotlab reproduce --out paper_figures --build build --jobs $(JOBS) $(if $(filter 1,$(QUICK)),--quick,)
 
 test: setup
 	$(PY) -m pytest -q -n $(JOBS) -p no:cacheprovider

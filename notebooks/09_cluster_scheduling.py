@@ -26,7 +26,7 @@
 # real Sia also re-allocates and preempts).
 #
 # Workload: arrivals and requested GPU counts of the **Alibaba GPU trace 2023** (first half of its observed
-# span; the second half is kept for `spotlab cluster --part 0.5:1`), runtimes drawn from **Philly** job
+# span; the second half is kept for `spotlab cotune cluster --part 0.5:1`), runtimes drawn from **Philly** job
 # runtimes (capped at `max_runtime_h`), and each job's model, method, tokens per sample and batch size drawn
 # among those that can run. A job's work is its Philly runtime times its best configuration's throughput.
 # Arrival times are scaled so that the offered load (GPU-time of the best configurations over the cluster's

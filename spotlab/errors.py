@@ -82,3 +82,8 @@ class SweepError(SpotlabError):
 
 class ExperimentError(SpotlabError):
     """An experiment was asked for with inconsistent or invalid parameters, or its results file is not its own."""
+
+
+class OutputError(SpotlabError):
+    """An output cannot be written as asked (a folder where a file is wanted, a read-only or full disk), or a
+    notebook's declared output is asked for in a kind it was not declared in."""

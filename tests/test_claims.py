@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from spotlab.experiments import outputs
+from spotlab.cli.main import main
 from spotlab.notebooks import claims, reproduce
 
 
@@ -197,7 +198,8 @@ def test_reproduce_writes_the_report(tmp_path, monkeypatch):
         return {"notebook": src.stem, "status": "cached", "seconds": 0.0}
 
     monkeypatch.setattr(reproduce, "run_notebook", fake_run)
-    assert reproduce.main(["--notebooks", str(nbs), "--out", str(out), "--build", str(tmp_path / "b"), "--quick"]) == 0
+    assert main(["reproduce", "--notebooks", str(nbs), "--out", str(out), "--build", str(tmp_path / "b"),
+                 "--quick"]) == 0
     text = (out / "README.md").read_text()
     assert "Quick mode" in text and "1 cached" in text and "**holds**" in text
 

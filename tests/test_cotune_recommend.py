@@ -193,27 +193,27 @@ def cli(*args, timeout=300):
 
 
 def test_cli_configs(tmp_path):
-    p = cli("configs", "--n-runs", 400, "--sizes", "100,200", "--repeats", 1, "--out", tmp_path, "--json",
+    p = cli("cotune", "configs", "--n-runs", 400, "--sizes", "100,200", "--repeats", 1, "--out", tmp_path, "--json",
             "--recommend", "model_name=granite-3b-code", "--recommend", "method=lora")
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
     assert out["runs"] == 400 and 0 <= out["validity_error"] < 0.3 and out["recommendation"]["method"] == "lora"
     assert (tmp_path / "learning_curve.csv").is_file() and (tmp_path / "summary.json").is_file()
-    p = cli("configs", "--runs", tmp_path / "missing.csv")
+    p = cli("cotune", "configs", "--runs", tmp_path / "missing.csv")
     assert p.returncode == 2 and "missing.csv" in p.stderr and "Traceback" not in p.stderr
-    p = cli("configs", "--n-runs", 400, "--sizes", "100", "--repeats", 1, "--recommend", "colour=red")
+    p = cli("cotune", "configs", "--n-runs", 400, "--sizes", "100", "--repeats", 1, "--recommend", "colour=red")
     assert p.returncode == 2 and "unknown parameter" in p.stderr
 
 
 def test_cli_cluster(dataset, tmp_path):
     dataset("traces/alibaba-gpu-v2023/openb_pod_list_default.csv")
     dataset("traces/philly/philly_job_runtime_seconds.csv")
-    p = cli("cluster", "--n-jobs", 80, "--sources", "user,oracle", "--results", tmp_path / "r.csv", "--json")
+    p = cli("cotune", "cluster", "--n-jobs", 80, "--sources", "user,oracle", "--results", tmp_path / "r.csv", "--json")
     assert p.returncode == 0, p.stderr
     rows = json.loads(p.stdout)
     assert {(r["policy"], r["source"]) for r in rows} == {(a, b) for a in ("fifo", "sia") for b in ("user", "oracle")}
     assert all(r["jobs"] == 80 for r in rows)
     for bad, msg in ((["--sources", "guru"], "unknown configuration source"), (["--policies", "lifo"], "unknown policy"),
                      (["--part", "0.5"], "START:END"), (["--cluster", "A100"], "cluster spec")):
-        p = cli("cluster", "--n-jobs", 10, *bad)
+        p = cli("cotune", "cluster", "--n-jobs", 10, *bad)
         assert p.returncode == 2 and msg in p.stderr and "Traceback" not in p.stderr, (bad, p.stderr)

@@ -38,7 +38,7 @@ def test_two_notebooks_at_once(tmp_path):
     nbs.mkdir()
     for name in ("01_a", "02_b", "03_c"):
         _write(nbs, name)
-    cmd = [sys.executable, "-m", "spotlab.notebooks.reproduce", "--notebooks", str(nbs), "--out", str(tmp_path / "out"),
+    cmd = [sys.executable, "-m", "spotlab", "reproduce", "--notebooks", str(nbs), "--out", str(tmp_path / "out"),
            "--build", str(tmp_path / "build"), "--quick", "--jobs", "2", "--no-html", "--no-progress"]
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr

@@ -15,9 +15,17 @@ from spotlab.market.load import load_market
 from spotlab.market.synthetic import synthetic_market
 from spotlab.market.windows import cut_windows
 from spotlab.policies.registry import make_policy
-from spotlab.policies.run import INDEPENDENT_WINDOWS, run_policy
+from spotlab.policies.registry import REGISTRY, policy_class
+from spotlab.policies.run import run_policy
 from spotlab.policies.semantics import Semantics
 from spotlab.simulation.engine import simulate
+
+
+INDEPENDENT_WINDOWS = [name for name in REGISTRY if getattr(policy_class(name), "independent_windows", False)]
+
+
+def test_the_rules_declare_their_windows_independent():
+    assert INDEPENDENT_WINDOWS == ["on_demand", "greedy", "uniform_progress", "prediction_free"]
 
 
 @pytest.mark.parametrize("policy", INDEPENDENT_WINDOWS)

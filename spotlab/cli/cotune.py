@@ -1,7 +1,6 @@
-"""`spotlab configs` (prediction accuracy, recommendations) and `spotlab cluster` (the cluster experiment).
-
-Wired into the `spotlab` command line by `spotlab.cli.main`; errors are `SpotlabError`s, printed there as one line.
-"""
+"""`spotlab cotune configs` (prediction accuracy, recommendations) and `spotlab cotune cluster` (the cluster
+experiment): CoTune's commands, one group. Building the parser imports nothing heavy; the handlers import the
+library when they run."""
 
 from __future__ import annotations
 
@@ -11,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..cluster.registry import SCHEDULERS
+from .args import finite, key_value, key_values, names, output_file, output_folder, progress_option, seed, whole
 
 
 def _config_error(message: str) -> Exception:
@@ -30,11 +30,6 @@ def _ints(text: str) -> list[int]:
     return out
 
 
-def _names(text: str) -> list[str]:
-    out = [t.strip() for t in text.split(",") if t.strip()]
-    if not out:
-        raise argparse.ArgumentTypeError("give at least one name")
-    return out
 
 
 def _part(text: str) -> tuple[float, float]:
@@ -45,9 +40,11 @@ def _part(text: str) -> tuple[float, float]:
     return a, b
 
 
-def add_parsers(sub: Any, finite: Any, progress_option: Any = None) -> None:
-    """The `configs` and `cluster` sub-commands; nothing but argparse is imported, so that building the
-    parser (every `spotlab` call) stays fast."""
+def register(commands: Any) -> None:
+    group = commands.add_parser("cotune", help="CoTune: configuration knowledge for fine-tuning jobs (configs, cluster)",
+                                description="CoTune: learn which configurations of a fine-tuning job are valid and how "
+                                            "fast they run, and what that knowledge does for a cluster scheduler.")
+    sub = group.add_subparsers(dest="cotune_command", required=True, parser_class=type(group))
     c = sub.add_parser("configs", help="CoTune: predict validity and throughput of fine-tuning configurations",
                        description="Train the validity classifier and throughput regressor on historical runs "
                                    "(a file in the public schema, or runs generated from the analytical model), "
@@ -55,12 +52,13 @@ def add_parsers(sub: Any, finite: Any, progress_option: Any = None) -> None:
                                    "configuration for a partial one.")
     c.add_argument("--runs", help="CSV/Parquet of runs (columns model_name, method, gpu_model, number_gpus, "
                                   "batch_size, tokens_per_sample, is_valid, dataset_tokens_per_second)")
-    c.add_argument("--n-runs", type=int, default=5000, help="runs to generate when --runs is not given (5000)")
-    c.add_argument("--seed", type=int, default=0, help="seed of the generated runs, the split and the models (0)")
+    c.add_argument("--n-runs", type=whole("--n-runs", 20), default=5000,
+                   help="runs to generate when --runs is not given (5000; at least 20)")
+    c.add_argument("--seed", type=seed, default=0, help="seed of the generated runs, the split and the models (0)")
     c.add_argument("--sizes", type=_ints, default=[100, 300, 600, 1000, 2000],
                    help="learning-curve training sizes (comma-separated, each below the training split's size)")
-    c.add_argument("--repeats", type=int, default=3, help="learning-curve repeats per size")
-    c.add_argument("--recommend", action="append", default=[], metavar="KEY=VALUE",
+    c.add_argument("--repeats", type=whole("--repeats", 1), default=3, help="learning-curve repeats per size")
+    c.add_argument("--recommend", action="append", default=[], type=key_value, metavar="KEY=VALUE",
                    help="a fixed parameter of the job to complete (repeat), e.g. --recommend model_name=llama2-7b")
     c.add_argument("--objective", default="throughput_per_gpu",
                    choices=["fewest_gpus", "throughput_per_gpu", "throughput"],
@@ -68,8 +66,8 @@ def add_parsers(sub: Any, finite: Any, progress_option: Any = None) -> None:
                         "(default throughput_per_gpu)")
     c.add_argument("--out", help="folder for learning_curve.csv and summary.json")
     c.add_argument("--json", action="store_true", help="print one JSON object")
-    if progress_option:
-        progress_option(c)
+    progress_option(c)
+    c.set_defaults(run=run_configs)
 
     k = sub.add_parser("cluster", help="CoTune: job completion time per scheduling policy and configuration source",
                        description="Replay a part of the Alibaba GPU trace (arrivals, GPU counts) with Philly "
@@ -78,35 +76,28 @@ def add_parsers(sub: Any, finite: Any, progress_option: Any = None) -> None:
     k.add_argument("--cluster", default="A100-80GB:4x8,L40S-48GB:8x4", help="pools GPU:NODESxGPUS_PER_NODE,...")
     k.add_argument("--part", type=_part, default=(0.5, 1.0),
                    help="fraction of the trace's observed span (default 0.5:1, the half the notebooks do not use)")
-    k.add_argument("--n-jobs", type=int, help="first N jobs of that part (default: all)")
+    k.add_argument("--n-jobs", type=whole("--n-jobs", 1), help="first N jobs of that part (default: all)")
     k.add_argument("--load", type=finite("load", positive=True), default=0.4,
                    help="offered load the arrivals are scaled to (GPU-time of the best configurations / capacity)")
     k.add_argument("--max-runtime-h", type=finite("max runtime", positive=True), default=48.0,
                    help="cap on Philly runtimes in hours (48)")
-    k.add_argument("--policies", type=_names, default=["fifo", "sia"],
+    k.add_argument("--policies", type=names, default=["fifo", "sia"],
                    help=f"cluster scheduling policies, comma-separated: {', '.join(SCHEDULERS)} (default fifo,sia)")
-    k.add_argument("--sources", type=_names, default=["user", "profiling", "predicted", "oracle"],
+    k.add_argument("--sources", type=names, default=["user", "profiling", "predicted", "oracle"],
                    help="user, profiling, predicted, oracle")
-    k.add_argument("--train-runs", type=int, default=5000, help="historical runs the predicted source learns from")
+    k.add_argument("--train-runs", type=whole("--train-runs", 20), default=5000,
+                   help="historical runs the predicted source learns from")
     k.add_argument("--runs", help="train the predicted source on this runs file instead")
-    k.add_argument("--seed", type=int, default=0, help="seed of the workload, the runs and the predictors (0)")
+    k.add_argument("--seed", type=seed, default=0, help="seed of the workload, the runs and the predictors (0)")
     k.add_argument("--results", help="CSV file the runs are appended to (resumes: runs already in it are skipped)")
     k.add_argument("--json", action="store_true", help="print JSON records")
-    if progress_option:
-        progress_option(k)
+    progress_option(k)
+    k.set_defaults(run=run_cluster)
 
 
-def _kv(items: list[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for it in items:
-        if "=" not in it:
-            raise _config_error(f"--recommend expects KEY=VALUE, got {it!r}")
-        key, val = (t.strip() for t in it.split("=", 1))
-        out[key] = int(val) if val.isdigit() else val
-    return out
 
 
-def cmd_configs(args: argparse.Namespace) -> int:
+def run_configs(args: argparse.Namespace) -> int:
     from ..experiments.cotune_cluster import train_knowledge
     from ..cotune.config_models import config_split, evaluate, learning_curve
     from ..cotune.recommend import Recommender
@@ -114,12 +105,8 @@ def cmd_configs(args: argparse.Namespace) -> int:
 
     from ..progress import Progress
 
-    if args.n_runs < 20:
-        raise _config_error(f"--n-runs must be >= 20 (got {args.n_runs})")
-    if args.repeats < 1:
-        raise _config_error(f"--repeats must be >= 1 (got {args.repeats})")
-    if args.out and Path(args.out).is_file():
-        raise _config_error(f"--out {args.out} is a file; give a folder")
+    recommend = key_values(args.recommend, "--recommend")
+    output_folder(args.out, "--out")
     steps = 3 + bool(args.recommend)
     with Progress(total=steps, desc="configs", unit="step", enabled=args.progress) as bar:
         bar.stage("configs: runs")
@@ -139,7 +126,7 @@ def cmd_configs(args: argparse.Namespace) -> int:
         bar.update()
         if args.recommend:
             bar.stage("configs: recommendation")
-            rec = Recommender(train_knowledge(runs=runs, seed=args.seed)).recommend(_kv(args.recommend),
+            rec = Recommender(train_knowledge(runs=runs, seed=args.seed)).recommend(recommend,
                                                                                     args.objective)
             bar.update()
     mean = curve.groupby("size")[["validity_error", "throughput_error"]].mean().reset_index()
@@ -170,18 +157,14 @@ def cmd_configs(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_cluster(args: argparse.Namespace) -> int:
+def run_cluster(args: argparse.Namespace) -> int:
     from ..cluster.state import Cluster
     from ..experiments.cotune_cluster import Settings, compare, train_knowledge
     from ..cotune.jobs import fine_tune_jobs, offered_load, scaled, time_scale_for_load
     from ..cotune.run_history import load_runs
     from ..cluster.alibaba_philly_workload import trace_workload
 
-    if args.results and Path(args.results).is_dir():
-        raise _config_error(f"--results {args.results} is a folder; give a CSV file name, e.g. "
-                            f"{Path(args.results) / 'cluster.csv'}")
-    if args.results and not Path(args.results).parent.is_dir():
-        raise _config_error(f"--results {args.results}: folder {Path(args.results).parent} does not exist")
+    output_file(args.results, "--results", (".csv",))
     unknown = [p for p in args.policies if p not in SCHEDULERS]
     if unknown:
         raise _config_error(f"unknown policy {unknown}; use {', '.join(SCHEDULERS)}")

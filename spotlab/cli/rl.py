@@ -1,9 +1,6 @@
-"""`spotlab rl train` and `spotlab rl evaluate`: the learning scheduler from the command line.
-
-Wired into `spotlab.cli.main`; building the parser imports nothing but argparse (every `spotlab` call builds it), and
-the handlers import the library (torch among it) only when they run. Errors are `SpotlabError`s, printed there
-as one line.
-"""
+"""`spotlab rl train` and `spotlab rl evaluate`: RLTune's learning scheduler from the command line, one group.
+Building the parser imports nothing heavy (every `spotlab` call builds it); the handlers import the library
+(torch among it) only when they run."""
 
 from __future__ import annotations
 
@@ -12,29 +9,30 @@ import json
 import math
 from typing import Any
 
+from .args import finite, output_folder, positive_int, progress_option, seed
+
 TRAIN_DEFAULTS = {"load": 1.0, "window_size": 256, "slots": 128}
 
 
-def add_parsers(sub: Any, finite: Any, positive_int: Any, progress_option: Any) -> None:
-    """The `rl` command group and its `train` / `evaluate` sub-commands."""
-    rl = sub.add_parser("rl", help="RLTune: train and evaluate the learning job scheduler on a cluster preset",
+def register(commands: Any) -> None:
+    rl = commands.add_parser("rl", help="RLTune: train and evaluate the learning job scheduler on a cluster preset",
                         description="A MaskablePPO agent that picks which queued job starts next on the cluster "
                                     "engine (spotlab.rl), trained on the earliest windows of a job trace and "
                                     "evaluated on later, held-out ones against the heuristic schedulers.")
-    rsub = rl.add_subparsers(dest="rl_command", required=True)
+    rsub = rl.add_subparsers(dest="rl_command", required=True, parser_class=type(rl))
     t = rsub.add_parser("train", help="train an agent (resumes from OUT's checkpoint when it holds one)",
                         description="Train the agent on the training windows of TRACE on cluster PRESET and save it "
                                     "in OUT (model.zip, model.json with the settings, curve.csv). Running the same "
                                     "command again continues the training from OUT's last checkpoint.")
-    _workload_options(t, finite, positive_int)
+    _workload_options(t)
     t.add_argument("--out", required=True, help="folder for the agent (model.zip, model.json, curve.csv)")
     t.add_argument("--minutes", type=finite("minutes", positive=True),
                    help="training time of this call (stops at the first rollout past it; default 5 when "
                         "--timesteps is not given)")
     t.add_argument("--timesteps", type=positive_int,
                    help="environment steps in all (the reproducible budget: same seed, same weights)")
-    t.add_argument("--seed", type=int, default=0, help="seed of the training run (0)")
-    t.add_argument("--workload-seed", type=int, default=0,
+    t.add_argument("--seed", type=seed, default=0, help="seed of the training run (0)")
+    t.add_argument("--workload-seed", type=seed, default=0,
                    help="seed of the trace's pool assignment (0); keep it when comparing training seeds")
     t.add_argument("--slots", type=positive_int, default=TRAIN_DEFAULTS["slots"],
                    help="queued jobs the agent sees and chooses among (128)")
@@ -47,6 +45,7 @@ def add_parsers(sub: Any, finite: Any, positive_int: Any, progress_option: Any) 
     t.add_argument("--imitation", choices=["fcfs", "first_fit", "smallest"],
                    help="warm start: first imitate this rule on the training windows")
     progress_option(t)
+    t.set_defaults(run=run_train)
     e = rsub.add_parser("evaluate", help="agent vs heuristics on held-out windows (95%% intervals)",
                         description="Run the agent (argmax choices) and every heuristic scheduler on the first N "
                                     "test windows of TRACE on PRESET (held out from training: later in time) and "
@@ -61,15 +60,16 @@ def add_parsers(sub: Any, finite: Any, positive_int: Any, progress_option: Any) 
     e.add_argument("--schedulers", help="comma-separated heuristics (default: every registered one)")
     e.add_argument("--placement", help="placement (default: the agent's training placement)")
     e.add_argument("--json", action="store_true", help="print one JSON object")
+    e.set_defaults(run=run_evaluate)
 
 
-def _workload_options(p: argparse.ArgumentParser, finite: Any, positive_int: Any) -> None:
+def _workload_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--preset", required=True, help="cluster preset (philly, helios, alibaba, alibaba-2023-nodes)")
     p.add_argument("--trace", required=True, help="job trace name (philly-gpw, helios-gpw, philly-pollux, "
                                                   "microsoft-itp-2021, ...) or file")
     p.add_argument("--load", type=finite("load", positive=True), default=TRAIN_DEFAULTS["load"],
                    help="offered load the trace's arrivals are scaled to (1.0)")
-    p.add_argument("--multi-gpu-share", type=finite("multi-GPU share", nonneg=True),
+    p.add_argument("--multi-gpu-share", type=finite("multi-GPU share", nonneg=True, at_most=1.0),
                    help="share of multi-GPU jobs (default: the trace's own)")
     p.add_argument("--window-size", type=positive_int, default=TRAIN_DEFAULTS["window_size"],
                    help="jobs per episode (256)")
@@ -97,16 +97,12 @@ def _check_preset(name: str) -> None:
         raise JobTableError(f"unknown cluster preset {name!r}; known: {', '.join(PRESETS)}")
 
 
-def cmd_train(args: argparse.Namespace) -> int:
-    from ..errors import RLError
+def run_train(args: argparse.Namespace) -> int:
     from ..rl.train import TrainSettings, train
     from ..rl.workload import Workload
 
     _check_preset(args.preset)
-    if args.seed < 0 or args.workload_seed < 0:
-        raise RLError(f"--seed and --workload-seed must be >= 0, got {args.seed} and {args.workload_seed}")
-    if args.multi_gpu_share is not None and args.multi_gpu_share > 1:
-        raise RLError(f"--multi-gpu-share must be in [0, 1], got {args.multi_gpu_share:g}")
+    output_folder(args.out, "--out")
     workload = Workload(preset=args.preset, trace=args.trace, load=args.load, multi_gpu_share=args.multi_gpu_share,
                         size=args.window_size, seed=args.workload_seed, drop_unplaceable=args.drop_unplaceable,
                         fractions=args.split_fractions)
@@ -138,7 +134,7 @@ def _progress(args: argparse.Namespace) -> bool:
     return sys.stderr.isatty() if args.progress is None else bool(args.progress)
 
 
-def cmd_evaluate(args: argparse.Namespace) -> int:
+def run_evaluate(args: argparse.Namespace) -> int:
     from ..rl.evaluate import METRICS, evaluate
     from ..rl.train import load_settings
 

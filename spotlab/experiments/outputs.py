@@ -17,14 +17,10 @@ import importlib
 from dataclasses import dataclass
 from typing import Iterator
 
-from ..errors import SpotlabError
+from ..errors import OutputError
 
 FIGURE = ("png", "csv")  # what `figures.saver`'s save(fig, table, output) writes: the figure, the table behind it
 KINDS = ("csv", "json", "png")
-
-
-class OutputError(SpotlabError):
-    """An output name or file kind that the notebook's declaration does not have."""
 
 
 @dataclass(frozen=True)

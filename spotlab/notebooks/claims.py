@@ -927,10 +927,3 @@ def write_report(out_dir: str | Path, quick: bool, log: dict | None = None) -> P
     path = out / "README.md"
     path.write_text("\n".join(lines) + "\n")
     return path
-
-
-if __name__ == "__main__":  # python -m spotlab.notebooks.claims [out_dir] [--quick]
-    import sys
-
-    args = [a for a in sys.argv[1:] if a != "--quick"]
-    print(write_report(args[0] if args else "paper_figures", quick="--quick" in sys.argv[1:]))

@@ -1,4 +1,4 @@
-"""Execute every notebook with papermill: `python -m spotlab.notebooks.reproduce` (what `make reproduce` runs).
+"""Execute every notebook with papermill: `spotlab reproduce` (what `make reproduce` runs).
 
 Notebooks live in `notebooks/` as jupytext percent files (diff-friendly, no outputs). Each is
 converted to an .ipynb in `build/notebooks/`, executed by papermill into `build/executed/` with the
@@ -18,6 +18,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
+from ..errors import ExperimentError
 from .execute import ROOT, error_line, kernel_manager_logging_to
 
 
@@ -140,51 +141,21 @@ def _longest_first(sources: list[Path], log_path: Path, quick: bool) -> list[Pat
     return sorted(sources, key=lambda s: (hint.index(s.stem) if s.stem in hint else len(hint), s.stem))
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--notebooks", default=str(ROOT / "notebooks"))
-    ap.add_argument("--out", default=str(ROOT / "paper_figures"))
-    ap.add_argument("--build", default=str(ROOT / "build"))
-    ap.add_argument("--quick", action="store_true", help="quick parameters: a first look in a few minutes")
-    ap.add_argument("--only", nargs="*", help="notebook name prefixes to run (default: all)")
-    ap.add_argument("--force", action="store_true", help="re-run notebooks that already ran")
-    ap.add_argument("--no-html", action="store_true", help="do not write an HTML page of each executed notebook")
-    ap.add_argument("--jobs", type=int, default=1,
-                    help="notebooks executed at once, each in its own kernel (default 1; 2 on 2 cores shortens "
-                         "--quick, where kernel start-up and plotting leave cores idle)")
-    ap.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                    help="progress bars on stderr (default: when stderr is a terminal)")
-    args = ap.parse_args(argv)
-    from ..processes import quiet_exit_stderr, stop_children, stop_on_sigterm
-
-    stop_on_sigterm()
-    try:
-        return _reproduce(args)
-    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: one line, the kernel and its workers stopped
-        stop_children()
-        how = "stopped by SIGTERM" if type(exc).__name__ == "Interrupted" else "interrupted"
-        print(f"spotlab reproduce: {how}; finished notebooks are kept, run it again to resume", file=sys.stderr)
-        quiet_exit_stderr()
-        return 130
-
-
-def _reproduce(args: argparse.Namespace) -> int:
+def reproduce(args: argparse.Namespace) -> int:
+    """Run the notebooks `args` asks for (the options of `spotlab reproduce`); returns the exit code."""
     from tqdm import tqdm
 
     sources = notebook_sources(Path(args.notebooks))
     if args.only:
         sources = [s for s in sources if any(s.stem.startswith(p) for p in args.only)]
     if not sources:
-        print("spotlab: error: no notebooks to run", file=sys.stderr)
-        return 2
+        raise ExperimentError(f"no notebooks to run in {args.notebooks}"
+                              + (f" whose names start with {', '.join(args.only)}" if args.only else ""))
     out_dir, build = Path(args.out), Path(args.build)
     out_dir.mkdir(parents=True, exist_ok=True)
     log = []
     started = time.perf_counter()
     html_dir = None if args.no_html else out_dir  # next to the figures and the claims report
-    if args.jobs < 1:
-        print(f"spotlab: error: --jobs must be >= 1, got {args.jobs}", file=sys.stderr)
-        return 2
     bar = tqdm(total=len(sources), desc="notebooks", unit="nb", file=sys.stderr,
                disable=None if args.progress is None else not args.progress)
     cell_bars = args.progress if args.jobs == 1 else False  # one cell bar at a time on a terminal
@@ -249,7 +220,3 @@ def _reproduce(args: argparse.Namespace) -> int:
     except Exception as exc:
         print(f"spotlab: warning: claims report not written: {type(exc).__name__}: {exc}", file=sys.stderr)
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,29 @@
+"""`spotlab claims [OUT]`: check the paper's claims against what the notebooks wrote into OUT and write the claims
+report OUT/README.md (`spotlab.notebooks.claims`), without running any notebook."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from ..errors import OutputError
+
+
+def register(commands: Any) -> None:
+    c = commands.add_parser("claims", help="write the claims report from the notebooks' outputs (no notebook is run)",
+                            description="Read the figures' data that the notebooks wrote into OUT and write the claims "
+                                        "report OUT/README.md: each claim with our number beside the published one "
+                                        "and whether it holds, deviates or cannot be compared.")
+    c.add_argument("out", nargs="?", default="paper_figures", help="the notebooks' output folder (default paper_figures)")
+    c.add_argument("--quick", action="store_true", help="the outputs are a quick run's (the report says so)")
+    c.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..notebooks.claims import write_report
+
+    if not Path(args.out).is_dir():
+        raise OutputError(f"{args.out}: no such folder (run `spotlab reproduce` first, or give its --out)")
+    print(write_report(args.out, args.quick))
+    return 0
