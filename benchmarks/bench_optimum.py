@@ -1,4 +1,4 @@
-"""Solve time of the offline optimum: the exact DPs (`optimum.dp`) against the MILP (the previous way), in one run.
+"""Solve time of the offline optimum: the exact DPs (`optimum/dp/`) against the MILP (the previous way), in one run.
 
 1. The Can't Be Late cross-check: 300 windows of the us-west-2a V100 trace, 48 h of work, 52 h deadline, 0.1 h
    restart overhead, 600 s ticks, full billing. The DP solves all 300 windows at once; the MILP (HiGHS, gap
@@ -25,7 +25,8 @@ import numpy as np
 from spotlab.data.locate import dataset_path
 from spotlab.experiments.published import CANT_BE_LATE_MEAN_COST
 from spotlab.jobs.job import Job, Throughput
-from spotlab.optimum.dp import FixedCountDP, exact_dp
+from spotlab.optimum.dp.exact import exact_dp
+from spotlab.optimum.dp.fixed_count import FixedCountDP
 from spotlab.optimum.solve import OptimumProblem
 from spotlab.policies.registry import make_policy
 

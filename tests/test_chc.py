@@ -17,7 +17,8 @@ from spotlab.jobs.job import Job, Throughput
 from spotlab.market.episodes import Episodes
 from spotlab.market.synthetic import synthetic_market
 from spotlab.optimum.solve import solve_optimum
-from spotlab.optimum.window import TailForecast, WindowProblem, WindowState
+from spotlab.optimum.window import WindowProblem
+from spotlab.optimum.window_types import TailForecast, WindowState
 from spotlab.policies.registry import make_policy
 from spotlab.simulation.engine import simulate
 from spotlab.simulation.settings import SimSettings

@@ -17,7 +17,8 @@ from spotlab.errors import SolverError
 from spotlab.jobs.job import Job, Throughput
 from spotlab.market.episodes import Episodes
 from spotlab.market.market import Market
-from spotlab.optimum.window import WindowProblem, WindowState
+from spotlab.optimum.window import WindowProblem
+from spotlab.optimum.window_types import WindowState
 from spotlab.policies.chc import restart_share
 from spotlab.policies.registry import make_policy
 from spotlab.simulation.engine import simulate

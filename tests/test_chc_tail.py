@@ -19,13 +19,8 @@ from hypothesis import strategies as st
 
 from spotlab.errors import SolverError
 from spotlab.jobs.job import Job, Throughput
-from spotlab.optimum.window import (
-    TailForecast,
-    WindowProblem,
-    WindowState,
-    _take_from_end,
-    work_segments,
-)
+from spotlab.optimum.window import WindowProblem, _take_from_end
+from spotlab.optimum.window_types import TailForecast, WindowState, work_segments
 from spotlab.policies.chc import restart_share, restart_slots
 from spotlab.predict.reversion import lag_slopes
 

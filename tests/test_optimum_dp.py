@@ -1,4 +1,4 @@
-"""The exact DP optimum of a fixed-GPU-count job (`spotlab.optimum.dp`): equal to the MILP on random jobs and
+"""The exact DP optimum of a fixed-GPU-count job (`spotlab.optimum.dp.fixed_count`): equal to the MILP on random jobs and
 markets, equal to the simulator's utility of its own schedule, and the Can't Be Late known answers."""
 
 from __future__ import annotations
@@ -16,15 +16,11 @@ from spotlab.jobs.job import Job, Throughput
 from spotlab.market.load import load_market
 from spotlab.market.market import Market
 from spotlab.market.windows import cut_windows
-from spotlab.optimum.dp import (
-    AllocationRelaxation,
-    FixedCountDP,
-    ParetoLabelDP,
-    TooManyLabels,
-    WorkLatticeDP,
-    dp_applies,
-    lost_levels,
-)
+from spotlab.optimum.dp.fixed_count import FixedCountDP, dp_applies
+from spotlab.optimum.dp.lost_time import lost_levels
+from spotlab.optimum.dp.pareto_labels import ParetoLabelDP, TooManyLabels
+from spotlab.optimum.dp.relaxation import AllocationRelaxation
+from spotlab.optimum.dp.work_lattice import WorkLatticeDP
 from spotlab.optimum.solve import OptimumProblem, solve_optimum
 from spotlab.policies.registry import make_policy
 from spotlab.policies.semantics import semantics_for

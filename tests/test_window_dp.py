@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 from spotlab.errors import PolicyError, SolverError
 from spotlab.jobs.job import Job, Throughput
 from spotlab.market.synthetic import synthetic_market
-from spotlab.optimum.window import TailForecast, WindowProblem, WindowState
+from spotlab.optimum.window import WindowProblem
+from spotlab.optimum.window_types import TailForecast, WindowState
 from spotlab.policies.registry import make_policy
 from spotlab.simulation.engine import simulate
 

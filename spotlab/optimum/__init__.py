@@ -1,2 +1,3 @@
-"""The offline optimum: Pyomo model (`build_model`), GLPK/HiGHS solve (`solve_optimum`), and the exact
-dynamic programmes where the structure allows them (`dp`: a fixed GPU count, or work on a lattice)."""
+"""The offline optimum: Pyomo model (`model.py`), its standard form (`matrix.py`) solved by GLPK or HiGHS
+(`solvers/`, `solve.py`), the exact dynamic programmes where the structure allows them (`dp/`), and CHC's
+window problem (`window_types.py`, `window.py`, `window_dp.py`)."""

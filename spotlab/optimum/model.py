@@ -22,7 +22,7 @@ policy replayed under the same settings:
   the job completes at `(t + 1 - rho[t])*slot`, where V is evaluated exactly (V is linear within a
   slot but at d and gamma*d; a slot containing d takes the minimum of the two pieces, a slot
   containing gamma*d gets one binary for "done after gamma*d", a miss). The products `o*rho`,
-  `s*rho` (and the table's `x*rho`) are linearised exactly (`_unused_capacity`). The objective is
+  `s*rho` (and the table's `x*rho`) are linearised exactly (`unused_capacity`). The objective is
   then the simulator's utility of the schedule, for a job of value >= 0: V is then non-increasing,
   so a model that lets `f` switch later than the work completes, or waste capacity, only under-states
   (with a negative value a later completion would be worth more and the model could claim it).
@@ -71,7 +71,7 @@ def build_model(
     else:
         first_change = int(np.flatnonzero(np.diff(np.concatenate([[v_end[0]], v_end])) != 0)[0]) if np.any(v_end != v_end[0]) else T
         tail = list(range(min(max(first_change - 1, earliest, 0), T - 1), T))
-    unused = (lambda m: _unused_capacity(m, job, dt, tail)) if fractional else None
+    unused = (lambda m: unused_capacity(m, job, dt, tail)) if fractional else None
     add_allocation(m, np.asarray(avail), job, dt, od_shift_cut, unused_work=unused)
 
     m.F = pe.Set(initialize=tail)
@@ -88,7 +88,7 @@ def build_model(
     cost = sum((float(od[t]) * m.o[t] + float(sp[t]) * m.s[t]) * dt for t in range(T))
     if fractional:
         g = {t: m.f[t] - (m.f[t - 1] if t - 1 in m.F else 0) for t in tail}  # finishes in slot t
-        _link_finishing_slot(m, job, tail, g)
+        link_finishing_slot(m, job, tail, g)
         value = _exact_value(m, job, dt, tail, g)
         cost = cost - dt * sum(2 ** k * (float(od[t]) * m.z_o[t, k] + float(sp[t]) * m.z_s[t, k])
                                for t in tail for k in m.bits)
@@ -102,7 +102,7 @@ def build_model(
     return m
 
 
-def _unused_capacity(m: pe.ConcreteModel, job: Job, dt: float, tail: list[int]) -> dict:
+def unused_capacity(m: pe.ConcreteModel, job: Job, dt: float, tail: list[int]) -> dict:
     """Work the unused end of a finishing slot could have done, `H[t]*rho[t]*slot`, per tail slot.
 
     The products with `rho[t]` are exact: binary digits `d_o`, `d_s` encode the counts of the finishing
@@ -167,7 +167,7 @@ def _unused_capacity(m: pe.ConcreteModel, job: Job, dt: float, tail: list[int]) 
     return {t: dt * rate_rho(t) for t in tail}
 
 
-def _link_finishing_slot(m: pe.ConcreteModel, job: Job, tail: list[int], g: dict) -> None:
+def link_finishing_slot(m: pe.ConcreteModel, job: Job, tail: list[int], g: dict) -> None:
     """`rho` lives in the finishing slot only, which runs, and the shared digits spell its counts."""
     m.rho_fin = pe.Constraint(tail, rule=lambda m, t: m.rho[t] <= g[t])
     m.rho_run = pe.Constraint(tail, rule=lambda m, t: m.rho[t] <= m.y[t])

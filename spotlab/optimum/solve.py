@@ -15,9 +15,10 @@ import pyomo.environ as pe
 
 from ..errors import SolverError
 from ..jobs.job import Job
-from .solvers import glpk as _glpk  # noqa: F401  (registers "swiglpk" with Pyomo's SolverFactory)
-from .matrix import compile_model, solve_form, with_updates
+from .matrix import compile_model, with_updates
 from .model import BILLINGS, build_model
+from .solvers import glpk as _glpk  # noqa: F401  (registers "swiglpk" with Pyomo's SolverFactory)
+from .solvers.backends import solve_form
 
 SOLVERS = ("glpk", "highs")
 DEFAULT_GAP = 1e-4
@@ -29,7 +30,7 @@ class OptimumResult:
     s: np.ndarray
     objective: float  # the model's utility: the simulator's under "fractional" billing, a lower bound under "full"
     status: str  # "optimal" (within the gap) or "time_limit" (feasible, not proven)
-    solver: str  # "glpk" or "highs" (the MILP), "dp" (the exact dynamic programme, `dp.py`)
+    solver: str  # "glpk" or "highs" (the MILP), "dp" (an exact dynamic programme, `dp/`)
     seconds: float
     bound: float | None = None  # proven upper bound on the utility (None: the solver gave none)
     gap: float | None = None  # (bound - objective) / |objective|: the result is proven within it (None: unknown)

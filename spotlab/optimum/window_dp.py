@@ -3,7 +3,7 @@ done, proven within a gap like a MILP.
 
 Why: CHC solves one window problem per decision, and branch and bound on its MILP takes a tenth of a second
 and more (GCP H100, default job: median 0.07 s, p90 0.2 s; a volatile synthetic market: 0.24 s and 0.9 s),
-while the problem has the structure of the offline DPs (`dp.py`): at a slot boundary, what matters for the
+while the problem has the structure of the offline DPs (`dp/`): at a slot boundary, what matters for the
 rest of the window is the allocation that ran last with the overhead it still has to pay, and the work done.
 
 - **States and moves.** A state is idle, or an allocation (o, s) with its pending overhead; in a slot the plan
@@ -43,7 +43,7 @@ import numpy as np
 
 from ..errors import SolverError
 from ..jobs.job import Job
-from .window import WindowPlan, WindowTerms, work_segments
+from .window_types import WindowPlan, WindowTerms, work_segments
 
 LEVELS = 512  # first grid of the work done; doubled while the gap is not proven
 MAX_LEVELS = 4096

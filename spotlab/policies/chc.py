@@ -49,7 +49,8 @@ import numpy as np
 
 from ..errors import PolicyError, PredictionError, SolverError
 from ..params import Boolean, Interval, Options, positive_hours
-from ..optimum.window import METHODS, TailForecast, WindowProblem, WindowState
+from ..optimum.window import METHODS, WindowProblem
+from ..optimum.window_types import TailForecast, WindowState
 from ..predict.forecaster import Forecaster
 from ..predict.registry import make_predictor, model_names
 from ..predict.oracle import AvailabilityOracle, NoisyOracle

@@ -7,7 +7,7 @@ objective is the replayed utility, so no online policy beats it; under full bill
 job at the end of its finishing slot (the Can't Be Late convention). It does not pass through the
 safety net: the plan is feasible by construction.
 
-`method`: "dp" is an exact dynamic programme (`optimum.dp`): for a fixed GPU count (N_min = N_max, e.g.
+`method`: "dp" is an exact dynamic programme (`optimum.dp.exact`): for a fixed GPU count (N_min = N_max, e.g.
 the Can't Be Late single instance) over lost-time levels, all windows at once in numpy; otherwise over
 work levels when every slot's work is a multiple of one quantum (e.g. H(n) = n + 0.5, 1-h slots, 0.25-h
 overhead). "milp" is the mixed-integer program; "auto" the DP where one applies, else the MILP. With
@@ -27,9 +27,11 @@ from joblib import Parallel, delayed
 from tqdm.auto import tqdm
 
 from ..errors import PolicyError
-from ..optimum.solve import OptimumProblem
-from ..optimum.dp import AllocationRelaxation, FixedCountDP, ParetoLabelDP, TooManyLabels, exact_dp
-from ..optimum.solve import DEFAULT_GAP
+from ..optimum.dp.exact import exact_dp
+from ..optimum.dp.fixed_count import FixedCountDP
+from ..optimum.dp.pareto_labels import ParetoLabelDP, TooManyLabels
+from ..optimum.dp.relaxation import AllocationRelaxation
+from ..optimum.solve import DEFAULT_GAP, OptimumProblem
 from ..processes import worker_count
 from ..params import Boolean, Interval, Options, Params
 from ..simulation.interface import Context, Observation
