@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from spotlab.cluster.alibaba_philly_workload import resampled_workload
-from spotlab.cluster.engine import simulate
+from spotlab.cluster.simulate import simulate
 from spotlab.cluster.state import Cluster, Option, SimJob
 
 WORK_PER_S = 1000.0  # work units (tokens) per second of a job's A100 runtime: scale only

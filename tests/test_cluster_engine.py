@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spotlab.cluster.engine import Engine, simulate
+from spotlab.cluster.engine import Engine
 from spotlab.cluster.placement.base import Placement
 from spotlab.cluster.registry import (
     PLACEMENTS,
@@ -24,6 +24,7 @@ from spotlab.cluster.registry import (
 )
 from spotlab.cluster.result import ClusterResult
 from spotlab.cluster.schedulers.base import Scheduler
+from spotlab.cluster.simulate import simulate
 from spotlab.cluster.state import Cluster, NodePool, Option, SimJob
 from spotlab.errors import ClusterError, SpotlabError
 from spotlab.errors import ClusterError as ErrorsClusterError
@@ -319,6 +320,7 @@ def test_a_new_placement_sees_the_state_and_chooses_among_candidates(monkeypatch
     (lambda: make_scheduler(make_scheduler("sia"), window=3), "parameters window need a scheduler given by name"),
     (lambda: simulate(Cluster.parse("A:1x1"), [], "lifo"), "unknown scheduler 'lifo'"),
     (lambda: simulate(Cluster.parse("A:1x1"), [], "fifo", "worst_fit"), "unknown placement 'worst_fit'"),
+    (lambda: Engine(Cluster.parse("A:1x1"), [], "best_fit"), "placement must be a Placement (make_placement("),
     (lambda: simulate("A:1x1", []), "cluster must be a Cluster (e.g. Cluster.parse('A100-80GB:4x8')), got 'A:1x1'"),
     (lambda: simulate(Cluster.parse("A:1x1"), [], fail_after_s=math.inf), "fail_after_s must be a finite number > 0"),
     (lambda: simulate(Cluster.parse("A:1x1"), ["job"]), "jobs[0] is a str, expected SimJob"),
