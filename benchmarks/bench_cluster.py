@@ -1,15 +1,15 @@
-"""Cluster engine throughput (jobs simulated per second), fifo vs sia, on a resampled 10,000-job workload, against
-the simulator it replaced (`legacy_cluster.py`, a benchmark-only copy).
+"""Cluster engine throughput (jobs simulated per second), fifo vs sia, on a resampled 10,000-job workload.
 
 Workload: `resampled_workload` (Alibaba v2023 inter-arrival gaps and GPU counts, Philly runtimes; first half of
 the trace, seeded), arrivals compressed by ``--time-scale`` so the cluster queues. Each job gets two synthetic
 options: its trace GPU count on A100-80GB at a rate that reproduces its Philly runtime, and twice as many
 L40S-48GB at 0.8x that rate; the scheduler's belief ``est_rate`` is the truth times a seeded log-normal error
 (sigma 0.3), and ``--oom`` of the jobs' first option fails (out of memory). Prints, per policy, the median of
-``--repeat`` runs of each simulator (alternating, so both see the same machine load) in jobs/second, the ratio
-new/old of those throughputs (> 1: the engine is faster), whether both produced the same tables, and the
-summary of the engine's last run. Each timed run starts from a collected heap: a full garbage collection costs
-about half a run here and otherwise falls on whichever run crosses the collector's threshold, old or new.
+``--repeat`` runs in jobs/second, whether every repeat produced the same tables, and the summary of the last run.
+Each timed run starts from a collected heap: a full garbage collection costs about half a run here and otherwise
+falls on whichever run crosses the collector's threshold. (The simulator the engine replaced is no longer kept, so
+there is no old/new ratio any more; that the engine reproduces it is tests/test_cluster_engine.py's job, against
+saved runs.)
 
     python benchmarks/bench_cluster.py [--jobs 10000] [--cluster A100-80GB:16x8,L40S-48GB:32x4]
 """
@@ -21,12 +21,11 @@ import gc
 import statistics
 import time
 
-import legacy_cluster as legacy
 import numpy as np
 import pandas as pd
 
 from spotlab.cluster.alibaba_philly_workload import resampled_workload
-from spotlab.cluster.engine import simulate
+from spotlab.cluster.simulate import simulate
 from spotlab.cluster.state import Cluster, Option, SimJob
 
 WORK_PER_S = 1000.0  # work units (tokens) per second of a job's A100 runtime: scale only
@@ -49,18 +48,10 @@ def synthetic_jobs(n: int, seed: int, time_scale: float, oom: float, max_runtime
     return jobs
 
 
-def as_legacy(cluster: Cluster, jobs: list[SimJob]) -> tuple[legacy.Cluster, list[legacy.SimJob]]:
-    """The same cluster and jobs as the old simulator's own classes."""
-    options = lambda job: tuple(legacy.Option(o.gpu, o.gpus, o.est_rate, o.true_rate, o.fails, o.label)  # noqa: E731
-                                for o in job.options)
-    return (legacy.Cluster.parse(str(cluster)),
-            [legacy.SimJob(j.job_id, j.arrival_s, j.work, options(j), j.setup_s, j.primary) for j in jobs])
-
-
-def same_tables(new, old) -> bool:
+def same_tables(a, b) -> bool:
     try:
-        pd.testing.assert_frame_equal(new.jobs, old.jobs)
-        pd.testing.assert_frame_equal(new.attempts, old.attempts)
+        pd.testing.assert_frame_equal(a.jobs, b.jobs)
+        pd.testing.assert_frame_equal(a.attempts, b.attempts)
     except AssertionError:
         return False
     return True
@@ -78,26 +69,23 @@ def main() -> None:
     args = ap.parse_args()
     cluster = Cluster.parse(args.cluster)
     jobs = synthetic_jobs(args.jobs, args.seed, args.time_scale, args.oom, args.max_runtime_h * 3600)
-    old_cluster, old_jobs = as_legacy(cluster, jobs)
     print(f"{len(jobs)} jobs on {cluster} ({cluster.gpus} GPUs), time scale {args.time_scale:g}, "
           f"median of {args.repeat} runs")
     cols = ("mean_jct_h", "p95_jct_h", "mean_queue_h", "makespan_h", "gpu_hours_wasted", "utilisation")
-    print(f"{'policy':6s} {'jobs/s':>8s} {'old':>8s} {'new/old':>7s} {'same':>5s} {'wall s':>7s} "
+    print(f"{'policy':6s} {'jobs/s':>8s} {'same':>5s} {'wall s':>7s} "
           + " ".join(f"{c:>16s}" for c in cols) + f" {'done':>6s} {'failed':>6s} {'rejected':>8s}")
     for policy in ("fifo", "sia"):
-        walls, old_walls = [], []
+        walls, first, same = [], None, True
         for _ in range(args.repeat):
             gc.collect()
             tic = time.perf_counter()
             res = simulate(cluster, jobs, policy)
             walls.append(time.perf_counter() - tic)
-            gc.collect()
-            tic = time.perf_counter()
-            old = legacy.simulate(old_cluster, old_jobs, policy)
-            old_walls.append(time.perf_counter() - tic)
-        wall, old_wall, s = statistics.median(walls), statistics.median(old_walls), res.summary()
-        print(f"{policy:6s} {len(jobs) / wall:8,.0f} {len(jobs) / old_wall:8,.0f} {old_wall / wall:7.2f} "
-              f"{'yes' if same_tables(res, old) else 'NO':>5s} {wall:7.2f} " + " ".join(f"{s[c]:16.3f}" for c in cols)
+            first = res if first is None else first
+            same = same and same_tables(res, first)
+        wall, s = statistics.median(walls), res.summary()
+        print(f"{policy:6s} {len(jobs) / wall:8,.0f} "
+              f"{'yes' if same else 'NO':>5s} {wall:7.2f} " + " ".join(f"{s[c]:16.3f}" for c in cols)
               + f" {s['jobs_done']:6d} {s['jobs_failed']:6d} {s['jobs_rejected']:8d}")
 
 

@@ -1,10 +1,10 @@
-"""The cluster engine (`spotlab.cluster`): the same tables as the simulator it replaced on random clusters and jobs,
-GPU conservation and capacity at every event, the step-wise API, a new scheduler in one file plus one registry
-line, and one-line errors."""
+"""The cluster engine (`spotlab.cluster`): the same tables as the simulator it replaced on seeded random clusters and
+jobs (saved in tests/reference/cluster_engine_legacy.json), GPU conservation and capacity at every event, the
+step-wise API, a new scheduler in one file plus one registry line, and one-line errors."""
 
 from __future__ import annotations
 
-import importlib.util
+import json
 import math
 import sys
 from pathlib import Path
@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spotlab.cluster.engine import Engine, simulate
+from spotlab.cluster.engine import Engine
 from spotlab.cluster.placement.base import Placement
 from spotlab.cluster.registry import (
     PLACEMENTS,
@@ -22,39 +22,46 @@ from spotlab.cluster.registry import (
     make_placement,
     make_scheduler,
 )
+from spotlab.cluster.result import ClusterResult
 from spotlab.cluster.schedulers.base import Scheduler
+from spotlab.cluster.simulate import simulate
 from spotlab.cluster.state import Cluster, NodePool, Option, SimJob
 from spotlab.errors import ClusterError, SpotlabError
 from spotlab.errors import ClusterError as ErrorsClusterError
 
-ROOT = Path(__file__).resolve().parents[1]
+LEGACY = Path(__file__).resolve().parent / "reference" / "cluster_engine_legacy.json"
 
 
-def _legacy():
-    """The simulator the engine replaced, kept as a benchmark-only copy."""
-    if "legacy_cluster" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("legacy_cluster", ROOT / "benchmarks" / "legacy_cluster.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["legacy_cluster"] = module
-        spec.loader.exec_module(module)
-    return sys.modules["legacy_cluster"]
+def _table(columns: dict[str, list], dtypes: dict[str, str]) -> pd.DataFrame:
+    """A table of the reference file: node lists back to tuples, every column of the dtype the old simulator gave."""
+    return pd.DataFrame({c: pd.Series([tuple(v) if isinstance(v, list) else v for v in vs], dtype=object)
+                         for c, vs in columns.items()}, columns=list(dtypes)).astype(dtypes)
 
 
-def legacy_simulate(cluster: Cluster, jobs: list[SimJob], policy: str, **kw):
-    old = _legacy()
-    fields = ("gpu", "gpus", "est_rate", "true_rate", "fails", "label")
-    old_jobs = [old.SimJob(j.job_id, j.arrival_s, j.work,
-                           tuple(old.Option(*(getattr(o, f) for f in fields)) for o in j.options), j.setup_s, j.primary)
-                for j in jobs]
-    old_cluster = old.Cluster(tuple(old.NodePool(p.gpu, p.nodes, p.gpus_per_node) for p in cluster.pools))
-    return old.simulate(old_cluster, old_jobs, policy, **kw)
+def _legacy_runs() -> dict[str, tuple[Cluster, list[SimJob], dict, ClusterResult, dict]]:
+    """Every saved run by id: (cluster, jobs, run settings, the old simulator's result, its summary)."""
+    ref = json.loads(LEGACY.read_text())
+    out = {}
+    for sc in ref["scenarios"]:
+        jobs = [SimJob(j, a, w, tuple(Option(*o) for o in opts), s, p) for j, a, w, opts, s, p in sc["jobs"]]
+        for run in sc["runs"]:
+            old = ClusterResult(_table(run["job_table"], run.get("job_table_dtypes", ref["dtypes"]["job_table"])),
+                                _table(run["attempts"], run.get("attempts_dtypes", ref["dtypes"]["attempts"])),
+                                run["capacity"], run["policy"], run["options_skipped"])
+            setting = {"scheduler": run["scheduler"], "fail_after_s": run["fail_after_s"]}
+            if run["scheduler"] == "sia":
+                setting["window"] = run["window"]
+            summary = dict(zip(ref["summary_keys"], run["summary"], strict=True))
+            out[f"seed{sc['seed']}-{'-'.join(map(str, setting.values()))}"] = (Cluster.parse(sc["cluster"]), jobs,
+                                                                                setting, old, summary)
+    return out
 
 
-def assert_same(new, old) -> None:
+def assert_same(new: ClusterResult, old: ClusterResult, old_summary: dict | None = None) -> None:
     pd.testing.assert_frame_equal(new.jobs, old.jobs)
     pd.testing.assert_frame_equal(new.attempts, old.attempts)
     assert (new.capacity, new.policy, new.options_skipped) == (old.capacity, old.policy, old.options_skipped)
-    a, b = new.summary(), old.summary()
+    a, b = new.summary(), old.summary() if old_summary is None else old_summary
     assert a.keys() == b.keys()
     assert all(a[k] == b[k] or (math.isnan(a[k]) and math.isnan(b[k])) for k in a)
 
@@ -84,14 +91,22 @@ def scenarios(draw):
     return Cluster(pools), jobs
 
 
-@settings(max_examples=80, deadline=None, derandomize=True)
-@given(scenarios(), st.sampled_from([("fifo", 64), ("sia", 64), ("sia", 1), ("sia", 2)]), st.sampled_from([1.0, 30.0]))
-def test_the_engine_reproduces_the_simulator_it_replaced(scenario, scheduler, fail_after_s):
-    cluster, jobs = scenario
-    name, window = scheduler
-    params = {"window": window} if name == "sia" else {}
-    new = simulate(cluster, jobs, name, fail_after_s=fail_after_s, **params)
-    assert_same(new, legacy_simulate(cluster, jobs, name, fail_after_s=fail_after_s, window=window))
+LEGACY_RUNS = _legacy_runs()
+
+
+@pytest.mark.parametrize("cluster, jobs, setting, old, old_summary", list(LEGACY_RUNS.values()),
+                         ids=list(LEGACY_RUNS))
+def test_the_engine_reproduces_the_simulator_it_replaced(cluster, jobs, setting, old, old_summary):
+    assert_same(simulate(cluster, jobs, **setting), old, old_summary)
+
+
+def test_the_saved_runs_of_the_old_simulator_cover_what_matters():
+    runs = LEGACY_RUNS.values()
+    status = pd.concat([old.jobs["status"] for *_, old, _ in runs])
+    outcome = pd.concat([old.attempts["outcome"] for *_, old, _ in runs])
+    assert len(runs) == 160 and {setting["scheduler"] for _, _, setting, _, _ in runs} == {"fifo", "sia"}
+    assert status.value_counts().to_dict() == {"done": 766, "rejected": 308, "failed": 218}
+    assert outcome.value_counts().to_dict() == {"done": 766, "oom": 400}
 
 
 def check_state(engine: Engine) -> None:
@@ -305,6 +320,7 @@ def test_a_new_placement_sees_the_state_and_chooses_among_candidates(monkeypatch
     (lambda: make_scheduler(make_scheduler("sia"), window=3), "parameters window need a scheduler given by name"),
     (lambda: simulate(Cluster.parse("A:1x1"), [], "lifo"), "unknown scheduler 'lifo'"),
     (lambda: simulate(Cluster.parse("A:1x1"), [], "fifo", "worst_fit"), "unknown placement 'worst_fit'"),
+    (lambda: Engine(Cluster.parse("A:1x1"), [], "best_fit"), "placement must be a Placement (make_placement("),
     (lambda: simulate("A:1x1", []), "cluster must be a Cluster (e.g. Cluster.parse('A100-80GB:4x8')), got 'A:1x1'"),
     (lambda: simulate(Cluster.parse("A:1x1"), [], fail_after_s=math.inf), "fail_after_s must be a finite number > 0"),
     (lambda: simulate(Cluster.parse("A:1x1"), ["job"]), "jobs[0] is a str, expected SimJob"),

@@ -12,9 +12,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from spotlab.cluster import metrics
-from spotlab.cluster.engine import Engine, simulate
+from spotlab.cluster.engine import Engine
 from spotlab.cluster.registry import SCHEDULERS, make_placement, make_scheduler
 from spotlab.cluster.schedulers.f1 import f1_score
+from spotlab.cluster.simulate import simulate
 from spotlab.cluster.state import Cluster, Option, SimJob
 from spotlab.cluster.trace_jobs import trace_jobs
 from spotlab.errors import ClusterError, JobTableError, SpotlabError
@@ -70,7 +71,7 @@ def run_checked(jobs, scheduler: str, placement: str = "best_fit", **params):
     """The run step by step, state checked after every batch of events; the result and the reservations EASY
     gave each head job."""
     sched = make_scheduler(scheduler, **params)
-    engine = Engine(CLUSTER, jobs, placement)
+    engine = Engine(CLUSTER, jobs, make_placement(placement))
     reservations: dict[int, list[float]] = {}
     while engine.advance():
         check_state(engine)

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from spotlab.cluster.engine import simulate
+from spotlab.cluster.simulate import simulate
 from spotlab.cluster.placement.best_fit import BestFit
 from spotlab.cluster.placement.candidates import (
     candidate_allocations,

@@ -18,7 +18,7 @@ from spotlab.cluster.alibaba_philly_workload import (
     resampled_workload,
     trace_workload,
 )
-from spotlab.cluster.engine import simulate
+from spotlab.cluster.simulate import simulate
 from spotlab.cluster.state import Cluster, NodePool, Option, SimJob
 from spotlab.errors import ClusterError, SpotlabError, WorkloadError
 

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spotlab.cluster.alibaba_philly_workload import TraceJob
-from spotlab.cluster.engine import simulate
+from spotlab.cluster.simulate import simulate
 from spotlab.cluster.state import Cluster, Option, SimJob
 from spotlab.cotune.jobs import (
     fine_tune_jobs,

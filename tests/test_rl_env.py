@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 pytest.importorskip("sb3_contrib")
 
 from spotlab.cli.main import main  # noqa: E402
-from spotlab.cluster.engine import simulate  # noqa: E402
+from spotlab.cluster.simulate import simulate  # noqa: E402
 from spotlab.cluster.state import Cluster, Option, SimJob  # noqa: E402
 from spotlab.rl.env import SchedulingEnv  # noqa: E402
 from spotlab.rl.reward import SCORES, gain  # noqa: E402

@@ -11,6 +11,8 @@ cut (creation ~9.44e6 s), only the 15 GPU pods still running at the cut were rec
 under-represents arrivals by orders of magnitude (11 of 7,064 GPU pods fall in the first half of the raw
 arrival span). By default (``observed_only=True``) the arrival span starts at that first completed pod, which
 leaves ~40 days and 7,049 GPU pods; ``part=(0, 0.5)`` then holds 2,497 of them and ``(0.5, 1)`` 4,552.
+
+Layers: the row checks come from `trace_csv` below; `job_table` above uses `observed_start` for the same file.
 """
 
 from __future__ import annotations
@@ -24,8 +26,9 @@ import numpy as np
 import pandas as pd
 
 from ..errors import WorkloadError
+from .trace_csv import raise_bad_rows
 
-__all__ = ["ALIBABA_PODS", "PHILLY_RUNTIMES", "TraceJob", "WorkloadError", "load_alibaba_pods",
+__all__ = ["ALIBABA_PODS", "PHILLY_RUNTIMES", "TraceJob", "load_alibaba_pods",
            "load_philly_runtimes", "observed_start", "resampled_workload", "trace_workload"]
 
 ALIBABA_PODS = "traces/alibaba-gpu-v2023/openb_pod_list_default.csv"
@@ -70,9 +73,7 @@ def _read_strings(path: Path) -> pd.DataFrame:
 
 def _fail_rows(path: Path, column: str, bad: np.ndarray, raw: pd.Series, problem: str) -> None:
     """Raise a `WorkloadError` naming the column, the file lines and the values of the first bad rows."""
-    from .job_table import _fail
-
-    _fail(path, column, bad, raw, problem, error=WorkloadError, shown=_SHOWN_ROWS)
+    raise_bad_rows(path, column, bad, raw, problem, error=WorkloadError, shown=_SHOWN_ROWS)
 
 
 def _numeric(path: Path, df: pd.DataFrame, column: str, integer: bool = False) -> np.ndarray:

@@ -11,9 +11,10 @@ through `Engine.fits`), **run** (this module: a started attempt holds its GPUs u
   rest (fallbacks, e.g. trial and error after wrong predictions).
   A successful run holds its GPUs for ``setup_s + work / true_rate``; the setup part (profiling) is wasted.
 
-`simulate` is the whole run; `Engine` is the same run one step at a time, for a caller that makes the decisions
-itself (a learning agent picking the next job): `advance` processes the next batch of same-time events and says
-whether there was one; between two calls, `fits` and `start` start jobs at the current time.
+`Engine` is a run one step at a time, for whoever makes the decisions (a scheduler, or a learning agent picking the
+next job): `advance` processes the next batch of same-time events and says whether there was one; between two
+calls, `fits` and `start` start jobs at the current time. Layers: the engine takes a built `Placement` and knows no
+names; `spotlab.cluster.simulate.simulate`, one layer up, builds schedulers and placements by name and runs it whole.
 
 The simulator does not know where a job's options come from: a configuration source (rules, a predictor, a
 recommender, an oracle) turns each job into a `SimJob` whose `Option`s carry both what the scheduler *believes*
@@ -29,11 +30,12 @@ from typing import Any, Iterable, Sequence
 
 from ..errors import ClusterError
 from .admission import admit, check_jobs
-from .registry import make_placement, make_scheduler
+from .placement.base import Placement
+from .placement.best_fit import BestFit
 from .result import ClusterResult, build_result
-from .state import Attempt, Cluster, ClusterState, Fit, SimJob, _is_int, _is_real
+from .state import Attempt, Cluster, ClusterState, Fit, SimJob, is_int, is_real
 
-__all__ = ["Engine", "simulate"]
+__all__ = ["Engine"]
 
 _UNKNOWN = object()  # not in the cache of placements
 
@@ -43,18 +45,25 @@ class Engine:
 
     Jobs are indices into `jobs` (input order), options indices into a job's options, pools indices into the
     cluster's pools. The live state (`state`) is read-only outside the engine: change it through `start`.
+    ``placement``: a built `Placement` (`spotlab.cluster.registry.make_placement` builds one by name); None is
+    best fit.
     """
 
-    def __init__(self, cluster: Cluster, jobs: Iterable[SimJob], placement: Any = "best_fit",
+    def __init__(self, cluster: Cluster, jobs: Iterable[SimJob], placement: Placement | None = None,
                  fail_after_s: float = 120.0) -> None:
-        if not _is_real(fail_after_s) or not math.isfinite(fail_after_s) or fail_after_s <= 0:
+        if not is_real(fail_after_s) or not math.isfinite(fail_after_s) or fail_after_s <= 0:
             raise ClusterError(f"fail_after_s must be a finite number > 0, got {fail_after_s!r}")
         if not isinstance(cluster, Cluster):
             raise ClusterError(f"cluster must be a Cluster (e.g. Cluster.parse('A100-80GB:4x8')), got {cluster!r}")
         jobs = tuple(jobs)
         check_jobs(jobs)
         self.cluster, self.jobs, self.fail_after_s = cluster, jobs, float(fail_after_s)
-        self.placement = make_placement(placement)
+        if placement is None:
+            placement = BestFit()
+        elif not isinstance(placement, Placement):
+            raise ClusterError(f"placement must be a Placement (make_placement({placement!r}) builds one by name), "
+                               f"got {placement!r}")
+        self.placement = placement
         self.admission = admit(cluster, jobs)
         self.state = ClusterState(cluster, jobs, self.admission.places)
         self._attempts: list[Attempt] = []
@@ -143,7 +152,7 @@ class Engine:
     def start(self, job: int, option: int, fit: Fit | tuple[int, Sequence[tuple[int, int]]]) -> None:
         """Start queued ``job`` now on ``option`` at ``fit`` (a pool and an allocation in it, e.g. from `fits`)."""
         st, jobs = self.state, self.jobs
-        if type(job) is not int and not _is_int(job) or not 0 <= job < len(jobs):
+        if type(job) is not int and not is_int(job) or not 0 <= job < len(jobs):
             raise ClusterError(f"job index {job!r} out of range (0..{len(jobs) - 1})")
         jb = jobs[job]
         if option not in st.offered[job]:
@@ -182,7 +191,7 @@ class Engine:
         except (TypeError, ValueError):
             raise ClusterError(f"job {jb.job_id}: expected (pool, ((node, gpus), ...)), got {fit!r}") from None
         pools = self.cluster.pools
-        if not _is_int(pool) or not 0 <= pool < len(pools) or pools[pool].gpu != gpu:
+        if not is_int(pool) or not 0 <= pool < len(pools) or pools[pool].gpu != gpu:
             raise ClusterError(f"job {jb.job_id}: pool {pool!r} is not a {gpu} pool of {self.cluster}")
         if sum(n for _, n in alloc) != gpus:
             raise ClusterError(f"job {jb.job_id}: allocation {alloc!r} does not hold the option's {gpus} GPUs")
@@ -231,40 +240,3 @@ class Engine:
                                f"queued, {len(self.state.running)} running, {len(self._events)} event(s) left)")
         return build_result(self.cluster, self.jobs, policy, self._attempts, self._ended, self.admission.reasons,
                             self.admission.places, self.admission.skipped)
-
-
-def simulate(
-    cluster: Cluster,
-    jobs: Iterable[SimJob],
-    scheduler: Any = "fifo",
-    placement: Any = "best_fit",
-    fail_after_s: float = 120.0,
-    progress: bool = False,
-    **params: Any,
-) -> ClusterResult:
-    """Run ``jobs`` on ``cluster`` until every job has ended: ``scheduler`` decides after each batch of events.
-
-    ``scheduler`` / ``placement``: a registered name (`spotlab.cluster.registry`) or an instance; ``params``: the
-    named scheduler's parameters (``sia``: ``window``, how many queued jobs from the head it considers per
-    decision). ``fail_after_s`` is how long a failing option holds its GPUs before the failure is noticed.
-    ``progress`` shows a bar of ended jobs.
-    """
-    sched = make_scheduler(scheduler, **params)
-    name = scheduler if isinstance(scheduler, str) else (sched.name or type(sched).__name__)
-    engine = Engine(cluster, jobs, placement, fail_after_s)
-    schedule = sched.schedule
-    if progress:
-        from tqdm.auto import tqdm
-
-        with tqdm(total=len(engine.jobs), desc=f"simulate {name}", unit="job") as bar:
-            bar.update(engine.ended)  # the rejected jobs
-            while engine.advance():
-                schedule(engine)
-                bar.update(engine.ended - bar.n)
-    else:
-        while engine.advance():
-            schedule(engine)
-    if engine.ended < len(engine.jobs):
-        raise ClusterError(f"scheduler {name!r} left {len(engine.jobs) - engine.ended} job(s) queued on an idle "
-                           f"cluster at t={engine.now:g} s (nothing runs any more, so nothing else would start them)")
-    return engine.result(name)

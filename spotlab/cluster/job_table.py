@@ -22,14 +22,14 @@ What a trace lacks is never invented silently: ``attrs["substitutes"]`` states, 
 (`SUBSTITUTES`), ``attrs["seed"]`` the seed of any random draw, ``attrs["dropped"]`` the rows left out and why,
 ``attrs["caveats"]`` what the data cannot support. A malformed file raises one `TraceError` line naming the
 file and the problem.
+
+Layers: `trace_csv` (reading, row checks) and `alibaba_philly_workload` (`observed_start`) below this module;
+`presets` and `trace_jobs` above it, using `check_table` and `check_seed`.
 """
 
 from __future__ import annotations
 
-import gzip
-import io
 import math
-import zlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,10 +38,12 @@ from types import MappingProxyType
 import numpy as np
 import pandas as pd
 
-from ..errors import JobTableError, SpotlabError, TraceError
+from ..errors import JobTableError, TraceError
+from .alibaba_philly_workload import observed_start
+from .trace_csv import numeric_column, raise_bad_rows, read_trace_csv
 
-__all__ = ["COLUMNS", "DTYPES", "STATUSES", "SUBSTITUTES", "SYNTHETIC_USERS", "TRACES", "job_table", "job_windows",
-           "offered_load", "read_job_table", "with_load", "with_multi_gpu_share"]
+__all__ = ["COLUMNS", "DTYPES", "STATUSES", "SUBSTITUTES", "SYNTHETIC_USERS", "TRACES", "check_seed", "check_table",
+           "job_table", "job_windows", "offered_load", "read_job_table", "with_load", "with_multi_gpu_share"]
 
 STATUSES = ("completed", "failed", "killed", "running", "unknown")
 COLUMNS = ("job_id", "submit_time_s", "num_gpus", "duration_s", "gpu_type", "pool", "user", "status", "source")
@@ -74,69 +76,6 @@ TRACES: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "philly-gpw": ("traces/philly-gpw/philly_data_training.csv.gz",),
     "alibaba-gpu-v2023": ("traces/alibaba-gpu-v2023/openb_pod_list_default.csv",),
 })
-
-_SHOWN = 3  # offending rows named in an error
-
-
-# ------------------------------------------------------------------------------------------ reading text
-
-
-def _read_csv(path: Path) -> pd.DataFrame:
-    """Every cell as a string (so errors can quote the line); gzip recognised by its magic bytes."""
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise TraceError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise TraceError(f"{path}: is a directory, expected a job trace file") from None
-    except OSError as exc:
-        raise TraceError(f"{path}: cannot be read ({exc.strerror or exc})") from None
-    if raw[:2] == b"\x1f\x8b":
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise TraceError(f"{path}: damaged gzip file ({exc})") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise TraceError(f"{path}: not a UTF-8 text file") from None
-    if not text.strip():
-        raise TraceError(f"{path}: empty file")
-    try:
-        df = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, skip_blank_lines=False)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
-        raise TraceError(f"{path}: not a valid CSV ({' '.join(str(exc).split())})") from None
-    df.columns = [str(c).strip() for c in df.columns]
-    blank = (df.astype(str).apply(lambda col: col.str.strip()) == "").all(axis=1)
-    return df[~blank.to_numpy()]  # the index stays the row's position in the file: line = index + 2
-
-
-def _fail(path: Path, column: str, bad: np.ndarray, raw: pd.Series, problem: str,
-          error: type[SpotlabError] = TraceError, shown: int = _SHOWN) -> None:
-    """Raise `error` naming the column, the first offending file lines (header = line 1; `raw`'s index is the row's
-    position in the file) and their values. Also the row check of `alibaba_philly_workload`."""
-    idx = np.flatnonzero(bad)
-    if idx.size == 0:
-        return
-    lines = ", ".join(f"line {raw.index[i] + 2}: {raw.iloc[i]!r}" for i in idx[:shown])
-    more = f" and {idx.size - shown} more" if idx.size > shown else ""
-    raise error(f"{path}: column {column!r}: {problem} in {idx.size} row(s) ({lines}{more})")
-
-
-def _numbers(path: Path, df: pd.DataFrame, column: str, *, integer: bool = False, nonneg: str = "",
-             allow_empty: bool = False) -> np.ndarray:
-    """A numeric column, checked: finite, whole if ``integer``, >= 0 if ``nonneg`` (the word for a negative)."""
-    raw = df[column].astype(str).str.strip()
-    values = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
-    empty = (raw == "").to_numpy()
-    _fail(path, column, ~np.isfinite(values) & ~(empty & allow_empty), raw, "not a finite number")
-    known = np.isfinite(values)
-    if integer:
-        _fail(path, column, known & (values != np.round(values)), raw, "not a whole number")
-    if nonneg:
-        _fail(path, column, known & (values < 0), raw, f"negative {nonneg}")
-    return values
-
 
 def _strings(df: pd.DataFrame, column: str) -> np.ndarray:
     return df[column].astype(str).str.strip().to_numpy(dtype=object)
@@ -197,10 +136,10 @@ def _gpu_jobs(num_gpus: np.ndarray, dropped: dict[str, int]) -> np.ndarray:
 
 def _itp(path: Path, df: pd.DataFrame) -> _Part:
     ids = _strings(df, "job_id")
-    _fail(path, "job_id", ids == "", df["job_id"], "empty job id")
-    submit = _numbers(path, df, "submission_time")
-    duration = _numbers(path, df, "duration", nonneg="duration")
-    gpus = _numbers(path, df, "num_gpu", integer=True, nonneg="GPU count").astype(np.int64)
+    raise_bad_rows(path, "job_id", ids == "", df["job_id"], "empty job id")
+    submit = numeric_column(path, df, "submission_time")
+    duration = numeric_column(path, df, "duration", nonneg="duration")
+    gpus = numeric_column(path, df, "num_gpu", integer=True, nonneg="GPU count").astype(np.int64)
     dropped: dict[str, int] = {}
     keep = _gpu_jobs(gpus, dropped)
     trace = _trace_name(path, ("microsoft-itp-2021",))
@@ -212,10 +151,10 @@ def _itp(path: Path, df: pd.DataFrame) -> _Part:
 def _pollux(path: Path, df: pd.DataFrame) -> _Part:
     raw = df["timestamp"].astype(str).str.strip()
     when = pd.to_datetime(raw, format="%Y-%m-%d %H:%M:%S", errors="coerce")
-    _fail(path, "timestamp", when.isna().to_numpy(), raw, "not a date-time YYYY-mm-dd HH:MM:SS")
+    raise_bad_rows(path, "timestamp", when.isna().to_numpy(), raw, "not a date-time YYYY-mm-dd HH:MM:SS")
     submit = (when - pd.Timestamp("1970-01-01")).dt.total_seconds().to_numpy(dtype=float)
-    duration = _numbers(path, df, "duration", nonneg="duration")
-    gpus = _numbers(path, df, "num_gpus", integer=True, nonneg="GPU count").astype(np.int64)
+    duration = numeric_column(path, df, "duration", nonneg="duration")
+    gpus = numeric_column(path, df, "num_gpus", integer=True, nonneg="GPU count").astype(np.int64)
     dropped: dict[str, int] = {}
     keep = _gpu_jobs(gpus, dropped)
     trace = _trace_name(path, ("philly-pollux",))
@@ -235,20 +174,20 @@ _OPENB_STATUS = {"Succeeded": "completed", "Failed": "failed", "Running": "runni
 
 def _mapped(path: Path, df: pd.DataFrame, column: str, mapping: Mapping[str, str]) -> np.ndarray:
     raw = df[column].astype(str).str.strip()
-    _fail(path, column, (~raw.isin(list(mapping))).to_numpy(), raw,
+    raise_bad_rows(path, column, (~raw.isin(list(mapping))).to_numpy(), raw,
           f"unknown value (known: {', '.join(mapping)})")
     return raw.map(mapping).to_numpy(dtype=object)
 
 
 def _gpw(path: Path, df: pd.DataFrame) -> _Part:
-    interval = _numbers(path, df, "interval", nonneg="interval")
-    duration = _numbers(path, df, "run_time", nonneg="run time")
-    gpus = _numbers(path, df, "gpu_num", integer=True, nonneg="GPU count").astype(np.int64)
+    interval = numeric_column(path, df, "interval", nonneg="interval")
+    duration = numeric_column(path, df, "run_time", nonneg="run time")
+    gpus = numeric_column(path, df, "gpu_num", integer=True, nonneg="GPU count").astype(np.int64)
     status = _mapped(path, df, "new_status", _GPW_STATUS)
     users = _strings(df, "user")
-    _fail(path, "user", users == "", df["user"], "empty user")
+    raise_bad_rows(path, "user", users == "", df["user"], "empty user")
     ids = _strings(df, "u_id")
-    _fail(path, "u_id", ids == "", df["u_id"], "empty job id")
+    raise_bad_rows(path, "u_id", ids == "", df["u_id"], "empty job id")
     submit = np.cumsum(interval)
     dropped: dict[str, int] = {}
     keep = _gpu_jobs(gpus, dropped)
@@ -259,20 +198,18 @@ def _gpw(path: Path, df: pd.DataFrame) -> _Part:
 
 
 def _openb(path: Path, df: pd.DataFrame) -> _Part:
-    from .alibaba_philly_workload import observed_start
-
     ids = _strings(df, "name")
-    _fail(path, "name", ids == "", df["name"], "empty pod name")
-    created = _numbers(path, df, "creation_time", nonneg="time")
-    deleted = _numbers(path, df, "deletion_time", nonneg="time")
-    scheduled = _numbers(path, df, "scheduled_time", nonneg="time", allow_empty=True)
-    gpus = _numbers(path, df, "num_gpu", integer=True, nonneg="GPU count").astype(np.int64)
-    milli = _numbers(path, df, "gpu_milli", integer=True, nonneg="GPU share")
-    _fail(path, "gpu_milli", milli > 1000, df["gpu_milli"], "GPU share above 1000")
+    raise_bad_rows(path, "name", ids == "", df["name"], "empty pod name")
+    created = numeric_column(path, df, "creation_time", nonneg="time")
+    deleted = numeric_column(path, df, "deletion_time", nonneg="time")
+    scheduled = numeric_column(path, df, "scheduled_time", nonneg="time", allow_empty=True)
+    gpus = numeric_column(path, df, "num_gpu", integer=True, nonneg="GPU count").astype(np.int64)
+    milli = numeric_column(path, df, "gpu_milli", integer=True, nonneg="GPU share")
+    raise_bad_rows(path, "gpu_milli", milli > 1000, df["gpu_milli"], "GPU share above 1000")
     phase = df["pod_phase"].astype(str).str.strip()
     status = _mapped(path, df, "pod_phase", _OPENB_STATUS)
     run = deleted - scheduled
-    _fail(path, "deletion_time", run < 0, df["deletion_time"], "deletion before scheduled_time")
+    raise_bad_rows(path, "deletion_time", run < 0, df["deletion_time"], "deletion before scheduled_time")
     dropped: dict[str, int] = {}
     keep = _gpu_jobs(gpus, dropped)
     # Before the first GPU pod that ended, the trace holds only pods alive at its cut (alibaba_philly_workload).
@@ -335,7 +272,7 @@ def _recognise(path: Path, columns: Sequence[str]) -> _Format:
 
 
 def _read_part(path: Path) -> _Part:
-    df = _read_csv(path)
+    df = read_trace_csv(path)
     fmt = _recognise(path, list(df.columns))
     if df.empty:
         raise TraceError(f"{path}: no jobs (header only)")
@@ -349,7 +286,8 @@ def _read_part(path: Path) -> _Part:
 # ------------------------------------------------------------------------------------------------ assembly
 
 
-def _check_seed(seed: object) -> int:
+def check_seed(seed: object) -> int:
+    """The seed of a table's random draws as an int, or a `JobTableError` if it is not a whole number >= 0."""
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise JobTableError(f"seed must be a whole number >= 0, got {seed!r}")
     return int(seed)
@@ -364,7 +302,7 @@ def read_job_table(path: str | Path | Sequence[str | Path], *, seed: int = 0, co
     ``attrs``. ``completed_only`` keeps only jobs whose status is ``completed`` (failed, killed and still
     running jobs are kept otherwise); it is an error on a trace that records no status.
     """
-    seed = _check_seed(seed)
+    seed = check_seed(seed)
     if users is not None and (isinstance(users, bool) or not isinstance(users, (int, np.integer)) or users < 1):
         raise JobTableError(f"users must be a whole number >= 1 or None, got {users!r}")
     paths = [Path(path)] if isinstance(path, (str, Path)) else [Path(p) for p in path]
@@ -460,7 +398,8 @@ def job_table(trace: str | Path, *, seed: int = 0, completed_only: bool = False,
 # ---------------------------------------------------------------------------------------------- transforms
 
 
-def _check_table(table: object) -> pd.DataFrame:
+def check_table(table: object) -> pd.DataFrame:
+    """``table`` if it is a non-empty job table (exactly the columns `COLUMNS`), else a `JobTableError`."""
     if not isinstance(table, pd.DataFrame) or tuple(table.columns) != COLUMNS:
         got = list(table.columns) if isinstance(table, pd.DataFrame) else type(table).__name__
         raise JobTableError(f"expected a job table with columns {', '.join(COLUMNS)} (from job_table), got {got}")
@@ -494,7 +433,7 @@ def offered_load(table: pd.DataFrame, capacity: object) -> float:
     The span runs from the first to the last submission. Once `assign_pools` has run, jobs without a pool
     (too large for every pool) are not counted: they never occupy the cluster.
     """
-    table = _check_table(table)
+    table = check_table(table)
     jobs = _counted(table)
     span = float(table["submit_time_s"].max() - table["submit_time_s"].min())
     if span <= 0:
@@ -532,8 +471,8 @@ def with_multi_gpu_share(table: pd.DataFrame, share: float, *, seed: int = 0,
     are kept, so GPU-hours change: apply `with_load` afterwards. Seeded (``numpy.random.default_rng(seed)``) and
     recorded in ``attrs["multi_gpu_share"]``. Must run before `assign_pools` (pools depend on GPU counts).
     """
-    table = _check_table(table)
-    seed = _check_seed(seed)
+    table = check_table(table)
+    seed = check_seed(seed)
     if isinstance(share, bool) or not isinstance(share, (int, float, np.integer, np.floating)) \
             or not 0.0 <= float(share) <= 1.0:
         raise JobTableError(f"multi_gpu_share must be a number in [0, 1], got {share!r}")
@@ -585,7 +524,7 @@ def job_windows(table: pd.DataFrame, size: int = 256, split: Sequence[str] = ("t
     goes to the next split and only the last split's remainder is left out. Each window keeps the table's times
     and ``attrs``, plus ``attrs["window"]`` (split, index, table rows).
     """
-    table = _check_table(table)
+    table = check_table(table)
     if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
         raise JobTableError(f"size must be a whole number >= 1, got {size!r}")
     names, fracs = list(split), [float(f) for f in fractions]

@@ -29,8 +29,9 @@ import numpy as np
 import pandas as pd
 
 from ..errors import JobTableError, TraceError
-from .job_table import _check_seed, _check_table, _fail, _numbers, _read_csv, with_load, with_multi_gpu_share
+from .job_table import check_seed, check_table, with_load, with_multi_gpu_share
 from .state import Cluster, NodePool
+from .trace_csv import numeric_column, raise_bad_rows, read_trace_csv
 
 __all__ = ["ALIBABA_NODES", "PRESETS", "PresetSpec", "assign_pools", "cluster_jobs", "nodes_cluster", "preset",
            "unplaceable_jobs"]
@@ -81,14 +82,14 @@ def nodes_cluster(path: str | Path) -> Cluster:
     """A `Cluster` from a node list (columns ``model``, ``gpu``: one row per node): a pool per (model, GPUs per
     node), ordered by model then node size. Nodes without GPUs are left out. Raises `TraceError` on a bad file."""
     path = Path(path)
-    df = _read_csv(path)
+    df = read_trace_csv(path)
     missing = [c for c in ("model", "gpu") if c not in df.columns]
     if missing:
         raise TraceError(f"{path}: not a node list, missing column(s) {', '.join(missing)} (found "
                          f"{', '.join(df.columns)})")
-    gpus = _numbers(path, df, "gpu", integer=True, nonneg="GPU count").astype(np.int64)
+    gpus = numeric_column(path, df, "gpu", integer=True, nonneg="GPU count").astype(np.int64)
     model = df["model"].astype(str).str.strip()
-    _fail(path, "model", ((model == "") & (gpus > 0)).to_numpy(), model, "empty GPU model")
+    raise_bad_rows(path, "model", ((model == "") & (gpus > 0)).to_numpy(), model, "empty GPU model")
     nodes = pd.DataFrame({"model": model.to_numpy(), "gpu": gpus})
     nodes = nodes[nodes["gpu"] > 0]
     if nodes.empty:
@@ -153,8 +154,8 @@ def assign_pools(table: pd.DataFrame, cluster: Cluster, seed: int = 0, *, whole_
     lets a job spread over a pool's nodes), it picks one with probability proportional to the pool's GPUs. A job
     no pool can hold keeps ``pool`` <NA>; ``attrs["pools"]`` counts them by reason, `unplaceable_jobs` lists them.
     """
-    table = _check_table(table)
-    seed = _check_seed(seed)
+    table = check_table(table)
+    seed = check_seed(seed)
     pools = tuple(getattr(cluster, "pools", ()))
     if not pools:
         raise JobTableError(f"expected a cluster with node pools (e.g. preset('philly')), got {cluster!r}")
@@ -191,7 +192,7 @@ def assign_pools(table: pd.DataFrame, cluster: Cluster, seed: int = 0, *, whole_
 
 def unplaceable_jobs(table: pd.DataFrame, cluster: Cluster, *, whole_nodes: bool = True) -> pd.DataFrame:
     """The jobs no pool of ``cluster`` can hold (``job_id, num_gpus, gpu_type, reason``), in table order."""
-    table = _check_table(table)
+    table = check_table(table)
     pools = tuple(getattr(cluster, "pools", ()))
     if not pools:
         raise JobTableError(f"expected a cluster with node pools (e.g. preset('philly')), got {cluster!r}")

@@ -3,7 +3,7 @@
 A new scheduler is one module in `spotlab.cluster.schedulers` (a `Scheduler` subclass) and one line in
 `SCHEDULERS`; a new placement, one module in `spotlab.cluster.placement` and one line in `PLACEMENTS`.
 `make_scheduler("sia", window=32)` builds one by name; an unknown name or parameter is a one-line `ClusterError`
-listing the valid ones.
+listing the valid ones. Names end here: the engine below takes built objects, `simulate` above resolves names.
 """
 
 from __future__ import annotations

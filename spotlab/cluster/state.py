@@ -16,15 +16,17 @@ import numpy as np
 
 from ..errors import ClusterError
 
-__all__ = ["Allocation", "Attempt", "Cluster", "ClusterError", "ClusterState", "Fit", "NodePool", "Option",
-           "PoolState", "SimJob"]
+__all__ = ["Allocation", "Attempt", "Cluster", "ClusterState", "Fit", "NodePool", "Option", "PoolState", "SimJob",
+           "is_int", "is_real"]
 
 
-def _is_int(x: object) -> bool:
+def is_int(x: object) -> bool:
+    """A whole number as the descriptions accept it: Python or numpy, never a bool."""
     return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
 
 
-def _is_real(x: object) -> bool:
+def is_real(x: object) -> bool:
+    """A real number as the descriptions accept it: Python or numpy int or float, never a bool."""
     return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool)
 
 
@@ -44,7 +46,7 @@ class NodePool:
             raise ClusterError(f"node pool: GPU type must be a non-empty string, got {self.gpu!r}")
         for name in ("nodes", "gpus_per_node"):
             v = getattr(self, name)
-            if not _is_int(v) or v < 1:
+            if not is_int(v) or v < 1:
                 raise ClusterError(f"node pool {self.gpu}: {name} must be a whole number >= 1, got {v!r}")
 
     @property
@@ -119,11 +121,11 @@ class Option:
         what = f"option {self.label or self.gpu!r}"
         if not isinstance(self.gpu, str) or not self.gpu.strip():
             raise ClusterError(f"{what}: GPU type must be a non-empty string, got {self.gpu!r}")
-        if not _is_int(self.gpus) or self.gpus < 1:
+        if not is_int(self.gpus) or self.gpus < 1:
             raise ClusterError(f"{what}: gpus must be a whole number >= 1, got {self.gpus!r}")
         for name in ("est_rate", "true_rate"):
             v = getattr(self, name)
-            if not _is_real(v) or not math.isfinite(v) or v < 0:
+            if not is_real(v) or not math.isfinite(v) or v < 0:
                 raise ClusterError(f"{what}: {name} must be a finite number >= 0, got {v!r}")
         if not isinstance(self.fails, (bool, np.bool_)):
             raise ClusterError(f"{what}: fails must be True or False, got {self.fails!r}")
@@ -143,20 +145,20 @@ class SimJob:
     primary: int = 0  # > 0: only the first `primary` options are offered until they have all failed (fallbacks)
 
     def __post_init__(self) -> None:
-        if not _is_int(self.job_id):
+        if not is_int(self.job_id):
             raise ClusterError(f"job id must be a whole number, got {self.job_id!r}")
         what = f"job {self.job_id}"
-        if not _is_real(self.arrival_s) or not math.isfinite(self.arrival_s) or self.arrival_s < 0:
+        if not is_real(self.arrival_s) or not math.isfinite(self.arrival_s) or self.arrival_s < 0:
             raise ClusterError(f"{what}: arrival_s must be a finite number >= 0, got {self.arrival_s!r}")
-        if not _is_real(self.work) or not math.isfinite(self.work) or self.work <= 0:
+        if not is_real(self.work) or not math.isfinite(self.work) or self.work <= 0:
             raise ClusterError(f"{what}: work must be a finite number > 0, got {self.work!r}")
-        if not _is_real(self.setup_s) or not math.isfinite(self.setup_s) or self.setup_s < 0:
+        if not is_real(self.setup_s) or not math.isfinite(self.setup_s) or self.setup_s < 0:
             raise ClusterError(f"{what}: setup_s must be a finite number >= 0, got {self.setup_s!r}")
         options = tuple(self.options) if isinstance(self.options, (list, tuple)) else None
         if options is None or not all(isinstance(o, Option) for o in options):
             raise ClusterError(f"{what}: options must be a sequence of Option, got {self.options!r}")
         object.__setattr__(self, "options", options)
-        if not _is_int(self.primary) or self.primary < 0:
+        if not is_int(self.primary) or self.primary < 0:
             raise ClusterError(f"{what}: primary must be a whole number >= 0, got {self.primary!r}")
 
 
@@ -231,7 +233,7 @@ class ClusterState:
         free = self.pools[pool].free
         asked: dict[int, int] = {}
         for node, n in alloc:
-            if not (_is_int(node) and _is_int(n) and 0 <= node < len(free) and n > 0):
+            if not (is_int(node) and is_int(n) and 0 <= node < len(free) and n > 0):
                 raise ClusterError(f"allocation {alloc!r} in pool {pool}: ({node!r}, {n!r}) is not (node id, GPUs "
                                    f">= 1) of a node of the pool ({len(free)} nodes)")
             asked[node] = asked.get(node, 0) + n

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import JobTableError
-from .job_table import _check_table
+from .job_table import check_table
 from .state import Cluster, Option, SimJob
 
 __all__ = ["trace_jobs"]
@@ -22,7 +22,7 @@ __all__ = ["trace_jobs"]
 
 def trace_jobs(table: pd.DataFrame, cluster: Cluster) -> tuple[SimJob, ...]:
     """The table's jobs with a pool as engine jobs (module doc); raises `JobTableError` if pools were never set."""
-    table = _check_table(table)
+    table = check_table(table)
     if not isinstance(cluster, Cluster):
         raise JobTableError(f"expected a Cluster (e.g. preset('philly')), got {cluster!r}")
     if "pools" not in table.attrs and table["pool"].isna().all():

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from ..cluster.engine import simulate
+from ..cluster.simulate import simulate
 from ..cluster.state import Cluster
 from ..cotune.jobs import FineTuneJob, sim_jobs
 from ..cotune.knowledge import Knowledge, NoisyKnowledge, PredictedKnowledge

@@ -153,9 +153,9 @@ def evaluate_windows(workloads: Mapping[str, Workload], *, agents: pd.DataFrame 
 
 
 def _interval(x: np.ndarray) -> tuple[float, float, float]:
-    from ..rl.evaluate import _t_interval
+    from ..rl.intervals import t_interval
 
-    return _t_interval(np.asarray(x, dtype=float))
+    return t_interval(np.asarray(x, dtype=float))
 
 
 def paired_summary(rows: pd.DataFrame) -> pd.DataFrame:
@@ -176,7 +176,8 @@ def paired_summary(rows: pd.DataFrame) -> pd.DataFrame:
 def changes(rows: pd.DataFrame, placement: str, seed: int = 0) -> pd.DataFrame:
     """The agent (on its own preset, mean over its seeds per window) against FCFS and against the best
     heuristic of each preset and metric: change of the mean, with a 95% paired bootstrap interval."""
-    from ..rl.evaluate import HIGHER_IS_BETTER, _paired_change
+    from ..rl.evaluate import HIGHER_IS_BETTER
+    from ..rl.intervals import paired_change
 
     rng = np.random.default_rng(seed)
     home = (rows["scheduler"] != AGENT) | (rows["trained_on"] == rows["preset"])
@@ -193,7 +194,7 @@ def changes(rows: pd.DataFrame, placement: str, seed: int = 0) -> pd.DataFrame:
             for against, name in (("fcfs", "fifo"), ("best", best)):
                 if name is None or name not in wide:
                     continue
-                c, lo, hi = _paired_change(wide[AGENT].to_numpy(), wide[name].to_numpy(), rng)
+                c, lo, hi = paired_change(wide[AGENT].to_numpy(), wide[name].to_numpy(), rng)
                 out.append({"preset": preset, "metric": m, "against": against, "scheduler": name, "change": c,
                             "low": lo, "high": hi, "windows": len(wide)})
     return pd.DataFrame(out)
@@ -235,8 +236,8 @@ class Recorded(Scheduler):
 def fragmentation_trace(window, scheduler: Any, placement: str = "best_fit", label: str = "") -> pd.DataFrame:
     """One run's state over time (hours from the window's first arrival): fragmentation (share of free GPUs not
     on wholly free nodes), busy share of the GPUs and queued jobs, after each scheduling point."""
-    from ..cluster.engine import simulate
     from ..cluster.registry import make_scheduler
+    from ..cluster.simulate import simulate
 
     rec = Recorded(make_scheduler(scheduler))
     simulate(window.cluster, window.jobs, scheduler=rec, placement=placement)

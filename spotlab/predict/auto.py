@@ -26,7 +26,7 @@ import numpy as np
 from ..errors import PredictionError
 from ..params import Interval, positive_hours
 from .base import MIN_RESIDUALS, Predictor, persistence_errors, slots_per
-from .gbm import _one_thread
+from .gbm import one_openmp_thread
 from .registry import MODELS, make_predictor
 
 DEFAULT_CANDIDATES = ("seasonal_naive", "ets", "arima", "gbm", "duration")
@@ -102,7 +102,7 @@ class Auto(Predictor):
         self.models_ = []
         for m in self.pool_:
             try:
-                with _one_thread():  # after statsmodels, OpenMP threads in the booster's fit spin for seconds
+                with one_openmp_thread():  # after statsmodels, OpenMP threads in the booster's fit spin for seconds
                     m.fit(y, t0=self.t0_, slot_hours=self.slot_hours_)
             except PredictionError:
                 m = None  # too little history for this one yet

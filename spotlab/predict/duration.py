@@ -17,10 +17,10 @@ Run lengths are exact up to 12 slots, then geometric buckets (13-24, 25-48, ...)
 The guard that keeps it from being worse than persistence: the tables are first built on the rows whose
 targets fall in the first 1 - `valid_fraction` of the window and scored on the rest; at each horizon the
 table is used only if it beats persistence there by `min_gain` and by `z_guard` block standard errors
-(the same test as `gbm`); elsewhere, and beyond `max_horizon`, the forecast is persistence. Spot markets
-drift, so the check goes on after the fit: as outcomes arrive (`update`), the tables' forecasts made at
-earlier origins are scored against persistence, and a horizon whose running score (kept across refits of
-the same object) is worse than persistence's uses persistence. Quantiles come from the
+(`persistence_guard`, the same test as `gbm`); elsewhere, and beyond `max_horizon`, the forecast is
+persistence. Spot markets drift, so the check goes on after the fit: as outcomes arrive (`update`), the tables'
+forecasts made at earlier origins are scored against persistence, and a horizon whose running score (kept
+across refits of the same object) is worse than persistence's uses persistence. Quantiles come from the
 validation errors of the forecast actually used.
 """
 
@@ -31,7 +31,7 @@ import numpy as np
 
 from ..params import Interval
 from .base import Predictor, persistence_errors
-from .gbm import _beats_persistence
+from .persistence_guard import beats_persistence
 
 
 def run_lengths(y: np.ndarray) -> np.ndarray:
@@ -164,7 +164,7 @@ class Duration(Predictor):
             if early.sum() >= self.min_count and (~early).sum() > 0:
                 cell, level = self._tables(lv[s[early]], key[s[early]], d[early])
                 model_err = d[~early] - self._lookup(cell, level, key[s[~early]], lv[s[~early]])
-                self.use_[h - 1] = _beats_persistence(model_err, pers_err, _mae, h, self.min_gain, self.z_guard)
+                self.use_[h - 1] = beats_persistence(model_err, pers_err, _mae, h, self.min_gain, self.z_guard)
                 if self.use_[h - 1]:
                     resid = model_err
             self.residuals_.append(resid)

@@ -38,6 +38,7 @@ import numpy as np
 
 from ..params import Interval, Options, positive_hours
 from .base import Predictor, slots_per
+from .persistence_guard import beats_persistence
 
 MIN_ORIGINS = 48  # training origins needed beyond the first full day
 
@@ -151,7 +152,7 @@ class GBM(Predictor):
                 for k in range(1, H + 1):
                     at = np.flatnonzero(hv == k)
                     at = at[np.argsort(sv[at], kind="stable")]
-                    self.use_model_[k - 1] = _beats_persistence(
+                    self.use_model_[k - 1] = beats_persistence(
                         tv[at] - best[at], tv[at], loss, k, self.min_gain, self.z_guard)
                 resid = np.where(self.use_model_[hv - 1], target[valid] - best, target[valid])
                 if not self.use_model_.any():
@@ -172,7 +173,7 @@ class GBM(Predictor):
         h = np.arange(1, w + 1)
         day = y[-m:]
         X = self._design(y, np.full(w, y.size - 1), h, np.full(w, day.min()), np.full(w, day.mean()))
-        with _one_thread():
+        with one_openmp_thread():
             change = self.model_.predict(X)
         use = self.use_model_[np.minimum(h, self.max_horizon) - 1]
         return y[-1] + np.where(use, change, 0.0)
@@ -182,29 +183,12 @@ class GBM(Predictor):
         return [self.residuals_[min(h, H) - 1] if h <= H else np.empty(0) for h in range(1, w + 1)]
 
 
-def _beats_persistence(model_err: np.ndarray, pers_err: np.ndarray, loss, h: int, min_gain: float, z: float) -> bool:
-    """Use the model at horizon h only if its validation loss beats persistence's by `min_gain` and by
-    `z` standard errors of the paired difference. Errors of overlapping h-step forecasts are correlated,
-    so the standard error is taken over blocks of max(h, 6) consecutive origins."""
-    if model_err.size == 0:
-        return False
-    base = loss(pers_err)
-    if not loss(model_err) < (1.0 - min_gain) * base:
-        return False
-    per_row = np.abs(model_err) - np.abs(pers_err) if loss(np.array([-1.0])) == 1.0 else model_err**2 - pers_err**2
-    L = max(h, 6)
-    nb = per_row.size // L
-    if nb < 2:
-        return False
-    blocks = per_row[: nb * L].reshape(nb, L).mean(axis=1)
-    return bool(blocks.mean() + z * blocks.std(ddof=1) / np.sqrt(nb) < 0)
-
-
 _CONTROLLER = None
 
 
-def _one_thread():
-    """Predicting a dozen rows on several OpenMP threads costs more in start-up than it saves."""
+def one_openmp_thread():
+    """A context limiting OpenMP to one thread (the booster's): predicting a dozen rows on several OpenMP threads
+    costs more in start-up than it saves, and after statsmodels the threads of a fit spin for seconds."""
     global _CONTROLLER
     if _CONTROLLER is None:
         from threadpoolctl import ThreadpoolController

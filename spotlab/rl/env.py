@@ -24,7 +24,9 @@ from typing import Any, MutableMapping, Sequence
 import gymnasium as gym
 import numpy as np
 
-from ..cluster.engine import Engine, simulate
+from ..cluster.engine import Engine
+from ..cluster.registry import make_placement
+from ..cluster.simulate import simulate
 from ..errors import ClusterError, RLError
 from .decisions import Decider
 from .features import HORIZON_S, N_FEATURES, observe
@@ -87,7 +89,7 @@ class SchedulingEnv(gym.Env):
         if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not 0 <= index < len(self.windows):
             raise RLError(f"window must be an index in 0..{len(self.windows) - 1}, got {index!r}")
         self.window = self.windows[int(index)]
-        self.engine = Engine(self.window.cluster, self.window.jobs, self.placement)
+        self.engine = Engine(self.window.cluster, self.window.jobs, make_placement(self.placement))
         self._decider = Decider(self.engine, self.slots, self.backfill)
         self._decisions = 0
         self._candidates = self._next_decision()

@@ -10,7 +10,6 @@ for utilisation), with a 95% paired bootstrap interval over the windows (seeded)
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -19,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import RLError
+from .intervals import paired_change, t_interval
 from .workload import Window, Workload
 
 __all__ = ["METRICS", "AGENT", "Evaluation", "evaluate", "heuristics", "run_windows", "summarise"]
@@ -47,7 +47,7 @@ def heuristics() -> list[str]:
 def run_windows(windows: Sequence[Window], schedulers: Sequence[Any], placement: str = "best_fit",
                 names: Sequence[str] | None = None) -> pd.DataFrame:
     """One row per (window, scheduler): the metrics of `METRICS`. ``schedulers``: names or instances."""
-    from ..cluster.engine import simulate
+    from ..cluster.simulate import simulate
     from .reward import scores
 
     names = list(names) if names is not None else [s if isinstance(s, str) else s.name for s in schedulers]
@@ -61,29 +61,6 @@ def run_windows(windows: Sequence[Window], schedulers: Sequence[Any], placement:
     return pd.DataFrame(rows)
 
 
-def _t_interval(x: np.ndarray) -> tuple[float, float, float]:
-    from scipy.special import stdtrit  # Student's t quantile, without scipy.stats' import time
-
-    m = float(np.mean(x))
-    if len(x) < 2:
-        return m, math.nan, math.nan
-    half = float(stdtrit(len(x) - 1, 0.975) * np.std(x, ddof=1) / math.sqrt(len(x)))
-    return m, m - half, m + half
-
-
-def _paired_change(a: np.ndarray, b: np.ndarray, rng: np.random.Generator, draws: int = 2000) -> tuple:
-    """mean(a) / mean(b) - 1 with a 95% bootstrap interval over paired windows."""
-    change = float(np.mean(a) / np.mean(b) - 1) if np.mean(b) != 0 else math.nan
-    idx = rng.integers(len(a), size=(draws, len(a)))
-    mb = b[idx].mean(axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        boot = a[idx].mean(axis=1) / mb - 1
-    boot = boot[np.isfinite(boot)]
-    if not boot.size:
-        return change, math.nan, math.nan
-    return change, float(np.quantile(boot, 0.025)), float(np.quantile(boot, 0.975))
-
-
 def summarise(table: pd.DataFrame, agent: str = AGENT, fcfs: str = "fifo", seed: int = 0) -> dict[str, Any]:
     """Per scheduler and metric: mean and 95% interval; the agent's change against ``fcfs`` and the best
     heuristic per metric (module doc). ``table``: rows of `run_windows`."""
@@ -91,7 +68,7 @@ def summarise(table: pd.DataFrame, agent: str = AGENT, fcfs: str = "fifo", seed:
     out: dict[str, Any] = {"schedulers": {}, "agent_vs_fcfs": {}, "agent_vs_best": {}}
     wide = {m: table.pivot_table(index=["split", "window"], columns="scheduler", values=m) for m in METRICS}
     for name in dict.fromkeys(table["scheduler"]):
-        out["schedulers"][name] = {m: dict(zip(("mean", "low", "high"), _t_interval(wide[m][name].to_numpy())))
+        out["schedulers"][name] = {m: dict(zip(("mean", "low", "high"), t_interval(wide[m][name].to_numpy())))
                                    for m in METRICS}
     if agent not in out["schedulers"]:
         return out
@@ -99,12 +76,12 @@ def summarise(table: pd.DataFrame, agent: str = AGENT, fcfs: str = "fifo", seed:
     for m in METRICS:
         a = wide[m][agent].to_numpy()
         if fcfs in others:
-            c, lo, hi = _paired_change(a, wide[m][fcfs].to_numpy(), rng)
+            c, lo, hi = paired_change(a, wide[m][fcfs].to_numpy(), rng)
             out["agent_vs_fcfs"][m] = {"scheduler": fcfs, "change": c, "low": lo, "high": hi}
         if others:
             means = {s: out["schedulers"][s][m]["mean"] for s in others}
             best = (max if m in HIGHER_IS_BETTER else min)(means, key=means.get)
-            c, lo, hi = _paired_change(a, wide[m][best].to_numpy(), rng)
+            c, lo, hi = paired_change(a, wide[m][best].to_numpy(), rng)
             out["agent_vs_best"][m] = {"scheduler": best, "change": c, "low": lo, "high": hi}
     return out
 
