@@ -240,7 +240,7 @@ def test_cotune_claims(tmp_path):
 # ------------------------------------------------------------------------- file names and published numbers
 
 FILE_NAME = re.compile(r"\b\d\d[a-z]?_[a-z0-9_]+\.(csv|json|png)\b")
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _strings(path: Path) -> list[str]:

@@ -29,7 +29,7 @@ from spotlab.cluster.state import Cluster, NodePool, Option, SimJob
 from spotlab.errors import ClusterError, SpotlabError
 from spotlab.errors import ClusterError as ErrorsClusterError
 
-LEGACY = Path(__file__).resolve().parent / "reference" / "cluster_engine_legacy.json"
+LEGACY = Path(__file__).resolve().parents[1] / "reference" / "cluster_engine_legacy.json"
 
 
 def _table(columns: dict[str, list], dtypes: dict[str, str]) -> pd.DataFrame:
