@@ -529,7 +529,7 @@ def cmd_sweep(args) -> int:
     from pathlib import Path
 
     from ..errors import SweepError
-    from ..notebooks.sweep import run_sweep
+    from ..notebooks.sweep.run import run_sweep
 
     if args.jobs is not None and args.scheduler:
         raise SweepError("give either --jobs (local processes) or --scheduler (Dask), not both")
