@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from spotlab.notebooks.execute import ROOT
-from spotlab.notebooks.sweep import run_sweep
+from spotlab.notebooks.sweep.run import run_sweep
 
 TINY = '''# %% tags=["parameters"]
 x = 1

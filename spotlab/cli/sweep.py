@@ -40,7 +40,7 @@ def register(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..notebooks.sweep import run_sweep
+    from ..notebooks.sweep.run import run_sweep
 
     if args.jobs is not None and args.scheduler:
         raise SweepError("give either --jobs (local processes) or --scheduler (Dask), not both")

@@ -17,15 +17,11 @@ from pathlib import Path
 import pytest
 
 from spotlab.errors import SweepError
-from spotlab.notebooks.sweep import (
-    CLAIM_FILE,
-    KERNEL_LOG,
-    RECORD_FILE,
-    load_grid,
-    point_hash,
-    run_point,
-    run_sweep,
-)
+from spotlab.notebooks.sweep.grid import load_grid, point_hash
+from spotlab.notebooks.sweep.leases import CLAIM_FILE, holder_gone
+from spotlab.notebooks.sweep.point import KERNEL_LOG, prepare_notebook, run_point
+from spotlab.notebooks.sweep.record import RECORD_FILE
+from spotlab.notebooks.sweep.run import run_sweep
 
 NOTEBOOK = '''# %% tags=["parameters"]
 x = 1
@@ -219,15 +215,13 @@ def test_second_attempt_waits_for_a_live_claim(tmp_path, nb):
 
 
 def test_dead_claim_is_taken_over(tmp_path, nb):
-    import spotlab.notebooks.sweep as sw
-
     p = subprocess.Popen([sys.executable, "-c", "pass"])
     p.wait()  # a pid that is gone
     point = tmp_path / "p"
     point.mkdir()
     (point / CLAIM_FILE).write_text(f"{socket.gethostname()}:{p.pid}:x")
-    assert sw._holder_gone((point / CLAIM_FILE).read_text())
-    ipynb, _ = sw.prepare_notebook(nb, tmp_path / "nb")
+    assert holder_gone((point / CLAIM_FILE).read_text())
+    ipynb, _ = prepare_notebook(nb, tmp_path / "nb")
     out = run_point(str(ipynb), {"x": 3}, "k", str(point), str(tmp_path))
     assert out["ran"] and out["record"]["results"] == {"y": 9} and lines(point / "completions.txt") == 1
 
