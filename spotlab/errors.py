@@ -87,3 +87,21 @@ class ExperimentError(SpotlabError):
 class OutputError(SpotlabError):
     """An output cannot be written as asked (a folder where a file is wanted, a read-only or full disk), or a
     notebook's declared output is asked for in a kind it was not declared in."""
+
+
+# Signals inside spotlab, not errors a user sees: each is caught where it is raised and turned into behaviour (or
+# into one of the errors above), so they live here too, with every other exception spotlab defines.
+
+
+class SourceUnavailable(Exception):
+    """A dataset's download route failed, and why; folded into one `DataNotFoundError` listing every place tried."""
+
+
+class TooManyLabels(Exception):
+    """The exact label DP of the optimum outgrew its budget; the caller falls back to the MILP."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """A stop asked from outside (SIGTERM); a subclass of KeyboardInterrupt so every `except
+    KeyboardInterrupt` that cleans up (joblib aborting its workers, papermill shutting its kernel) runs."""
+

@@ -22,10 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-
-class Interrupted(KeyboardInterrupt):
-    """A stop asked from outside (SIGTERM); a subclass of KeyboardInterrupt so every `except
-    KeyboardInterrupt` that cleans up (joblib aborting its workers, papermill shutting its kernel) runs."""
+from .errors import Interrupted
 
 
 def worker_count(n_jobs: int) -> int:

@@ -31,8 +31,16 @@ from pathlib import Path, PurePosixPath
 
 import pooch
 
-from .catalogue import CSV_HEADER, GITHUB_RAW, REGISTRY, SOURCE_DATASET, CountsRecipe, Entry, Source
-from ..errors import DataNotFoundError
+from ..errors import DataNotFoundError, SourceUnavailable
+from .catalogue import (
+    CSV_HEADER,
+    GITHUB_RAW,
+    REGISTRY,
+    SOURCE_DATASET,
+    CountsRecipe,
+    Entry,
+    Source,
+)
 
 __all__ = ["ENV_CACHE", "ENV_DATA", "ENV_URL", "cache_dir", "data_root", "dataset_path", "list_datasets"]
 
@@ -43,9 +51,6 @@ ENV_URL = "SPOTLAB_DATA_URL"
 _REPO_ROOT = Path(__file__).resolve().parents[2]
 _TIMEOUT_S = 60
 
-
-class _Unavailable(Exception):
-    """Internal: why the download route failed; folded into the single user-facing error."""
 
 
 @dataclass(frozen=True)
@@ -119,7 +124,7 @@ def dataset_path(
         return where.root / rel
     try:
         return _from_cache(rel, where)
-    except _Unavailable as exc:
+    except SourceUnavailable as exc:
         raise DataNotFoundError(_not_found_message(rel, root, where, str(exc))) from None
 
 
@@ -164,9 +169,9 @@ def _from_cache(rel: str, where: _Where) -> Path:
     if entry is None:
         close = difflib.get_close_matches(rel, list(REGISTRY), n=3)
         hint = f" Did you mean: {', '.join(close)}?" if close else " See spotlab.data.locate.list_datasets()."
-        raise _Unavailable(f"not in the download registry, so it cannot be fetched.{hint}")
+        raise SourceUnavailable(f"not in the download registry, so it cannot be fetched.{hint}")
     if entry.kind == "local":
-        raise _Unavailable(f"not downloadable: {entry.reason}.")
+        raise SourceUnavailable(f"not downloadable: {entry.reason}.")
     if entry.kind == "verbatim":
         assert entry.source is not None
         return _fetch(entry.source, where.cache / rel, where, label=rel)
@@ -187,11 +192,11 @@ def _fetch(source: Source, target: Path, where: _Where, label: str) -> Path:
         if _sha256(target.read_bytes()) == source.sha256:
             return target
         if not where.download:
-            raise _Unavailable(
+            raise SourceUnavailable(
                 f"the cached copy {target} has the wrong sha256 and download=False forbids fetching it again."
             )
     if not where.download:
-        raise _Unavailable(f"not in the cache ({target}) and download=False (source: {url}).")
+        raise SourceUnavailable(f"not in the cache ({target}) and download=False (source: {url}).")
     try:
         fetched = pooch.retrieve(
             url,
@@ -203,14 +208,14 @@ def _fetch(source: Source, target: Path, where: _Where, label: str) -> Path:
     except ValueError as exc:  # pooch reports a hash mismatch (and a malformed URL) as ValueError
         got = re.search(r"but got ([0-9a-fA-F]{64})", str(exc))
         if got is None:
-            raise _Unavailable(f"download of {label} from {url} failed: {exc}.") from None
-        raise _Unavailable(
+            raise SourceUnavailable(f"download of {label} from {url} failed: {exc}.") from None
+        raise SourceUnavailable(
             f"download of {label} from {url} has sha256 {got.group(1)} but the "
             f"registry expects {source.sha256}; the file was discarded (corrupted transfer, wrong mirror, or "
             f"the source changed)."
         ) from None
     except OSError as exc:  # requests' errors (HTTP 404, connection refused, timeout) are OSErrors
-        raise _Unavailable(f"download of {label} from {url} failed: {exc}.") from None
+        raise SourceUnavailable(f"download of {label} from {url} failed: {exc}.") from None
     return Path(fetched)
 
 
@@ -236,7 +241,7 @@ def _rebuild(entry: Entry, where: _Where) -> Path:
     text = _render_counts_csv(entry.recipe, traces)
     got = _sha256(text)
     if got != entry.sha256:
-        raise _Unavailable(
+        raise SourceUnavailable(
             f"the rebuilt {entry.relpath} has sha256 {got} but markets/SHA256SUMS says {entry.sha256}; "
             f"nothing was written (the sources or the derivation do not match the published file)."
         )
@@ -252,7 +257,7 @@ def _compressed(entry: Entry, where: _Where) -> Path:
         return target
     raw = _source_file(entry.source, where).read_bytes()
     if _sha256(raw) != entry.sha256:  # _fetch already checked it; a changed cache file must not slip through
-        raise _Unavailable(f"the source of {entry.relpath} in the cache no longer has sha256 {entry.sha256}.")
+        raise SourceUnavailable(f"the source of {entry.relpath} in the cache no longer has sha256 {entry.sha256}.")
     _write_atomic(target, _gzip(raw))
     return target
 
@@ -268,7 +273,7 @@ def _archive_member(entry: Entry, where: _Where) -> Path:
         raw = _read_members(tar, [entry.member], entry.source)[entry.member]
     got = _sha256(raw)
     if got != entry.sha256:
-        raise _Unavailable(f"{entry.member} in the archive {entry.source.path} has sha256 {got} but the registry "
+        raise SourceUnavailable(f"{entry.member} in the archive {entry.source.path} has sha256 {got} but the registry "
                            f"expects {entry.sha256}; nothing was written.")
     _write_atomic(target, _gzip(raw) if packed else raw)
     return target
@@ -290,12 +295,12 @@ def _archive_windows(entry: Entry, where: _Where) -> Path:
             meta = json.loads(files[name])["metadata"]
             bounds[key] = (int(meta["start_time"]), int(meta["end_time"]))
         except (ValueError, KeyError, TypeError) as exc:
-            raise _Unavailable(f"{name} in {recipe.archive.path} has no metadata.start_time/end_time "
+            raise SourceUnavailable(f"{name} in {recipe.archive.path} has no metadata.start_time/end_time "
                                f"({type(exc).__name__}: {exc}).") from None
     text = _render_windows_csv(recipe.columns, bounds)
     got = _sha256(text)
     if got != entry.sha256:
-        raise _Unavailable(f"the rebuilt {entry.relpath} has sha256 {got} but the registry expects "
+        raise SourceUnavailable(f"the rebuilt {entry.relpath} has sha256 {got} but the registry expects "
                            f"{entry.sha256}; nothing was written.")
     _write_atomic(target, text)
     return target
@@ -315,7 +320,7 @@ def _open_archive(source: Source, where: _Where) -> tarfile.TarFile:
     try:
         return tarfile.open(path, mode="r:*")
     except (tarfile.TarError, OSError) as exc:
-        raise _Unavailable(f"the archive {path} cannot be read as tar ({exc}).") from None
+        raise SourceUnavailable(f"the archive {path} cannot be read as tar ({exc}).") from None
 
 
 def _read_members(tar: tarfile.TarFile, members: list[str], source: Source) -> dict[str, bytes]:
@@ -336,10 +341,10 @@ def _read_members(tar: tarfile.TarFile, members: list[str], source: Source) -> d
                 if len(found) == len(wanted):
                     break
     except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:  # a truncated or corrupt archive
-        raise _Unavailable(f"the archive {source.path} is damaged ({type(exc).__name__}: {exc}).") from None
+        raise SourceUnavailable(f"the archive {source.path} is damaged ({type(exc).__name__}: {exc}).") from None
     missing = [m for m in members if m not in found]
     if missing:
-        raise _Unavailable(f"the archive {source.path} has no file {missing[0]}"
+        raise SourceUnavailable(f"the archive {source.path} has no file {missing[0]}"
                            f"{f' (and {len(missing) - 1} more)' if len(missing) > 1 else ''}.")
     return found
 

@@ -29,7 +29,8 @@ from tqdm.auto import tqdm
 from ..errors import PolicyError
 from ..optimum.dp.exact import exact_dp
 from ..optimum.dp.fixed_count import FixedCountDP
-from ..optimum.dp.pareto_labels import ParetoLabelDP, TooManyLabels
+from ..optimum.dp.pareto_labels import ParetoLabelDP
+from ..errors import TooManyLabels
 from ..optimum.dp.relaxation import AllocationRelaxation
 from ..optimum.solve import DEFAULT_GAP, OptimumProblem
 from ..processes import worker_count

@@ -18,7 +18,8 @@ from spotlab.market.market import Market
 from spotlab.market.windows import cut_windows
 from spotlab.optimum.dp.fixed_count import FixedCountDP, dp_applies
 from spotlab.optimum.dp.lost_time import lost_levels
-from spotlab.optimum.dp.pareto_labels import ParetoLabelDP, TooManyLabels
+from spotlab.optimum.dp.pareto_labels import ParetoLabelDP
+from spotlab.errors import TooManyLabels
 from spotlab.optimum.dp.relaxation import AllocationRelaxation
 from spotlab.optimum.dp.work_lattice import WorkLatticeDP
 from spotlab.optimum.solve import OptimumProblem, solve_optimum

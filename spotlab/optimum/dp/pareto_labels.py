@@ -11,16 +11,12 @@ import time
 
 import numpy as np
 
-from ...errors import SolverError
+from ...errors import SolverError, TooManyLabels
 from ...jobs.job import Job
 from ..model import BILLINGS
 from ..solve import OptimumResult
 from .relaxation import AllocationRelaxation
 from .window_arrays import window_arrays
-
-
-class TooManyLabels(Exception):
-    """The label DP outgrew its budget here; the caller falls back to the MILP."""
 
 
 def _pareto(w: np.ndarray, v: np.ndarray) -> np.ndarray:
