@@ -8,7 +8,7 @@ L40S-48GB at 0.8x that rate; the scheduler's belief ``est_rate`` is the truth ti
 ``--repeat`` runs in jobs/second, whether every repeat produced the same tables, and the summary of the last run.
 Each timed run starts from a collected heap: a full garbage collection costs about half a run here and otherwise
 falls on whichever run crosses the collector's threshold. (The simulator the engine replaced is no longer kept, so
-there is no old/new ratio any more; that the engine reproduces it is tests/test_cluster_engine.py's job, against
+there is no old/new ratio any more; that the engine reproduces it is tests/cluster/test_engine.py's job, against
 saved runs.)
 
     python benchmarks/bench_cluster.py [--jobs 10000] [--cluster A100-80GB:16x8,L40S-48GB:32x4]

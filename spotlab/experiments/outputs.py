@@ -4,7 +4,7 @@ Each experiments module declares what its notebook writes (`cant_be_late.OUTPUTS
 ...); the notebook saves under those names and `spotlab.notebooks.claims` reads by the same names, so renaming a file
 cannot leave a claim reading a file that nobody writes. The outputs of notebooks 00 (`spotlab.jobs.profiles`),
 01 (`experiments.market_stats`), 08 (`spotlab.cotune`) and 09 (`experiments.cotune_cluster`) are declared
-here. `tests/test_claims.py` checks both directions.
+here. `tests/notebooks/test_claims.py` checks both directions.
 
     OUT = declare("03", motivation_jobs="csv", setup="json", paired_vs_a2=FIGURE)
     OUT.motivation_jobs.csv   # '03_motivation_jobs.csv'

@@ -5,7 +5,7 @@ online policy can rule out: it calls N_max on-demand GPUs once N_max of them sta
 longer finish by the hard deadline. The hindsight optimum knows spot will stay and may run closer to the
 deadline than that; where the slack is so tight, no guarded policy follows it, whatever its forecasts. This
 plan is the optimum's schedule with the net applied slot by slot, so "A1 with perfect forecasts is the
-optimum" is checked against what its rules allow (`spotlab.experiments.heldout`, `tests/test_chc_quality.py`).
+optimum" is checked against what its rules allow (`spotlab.experiments.heldout`, `tests/policies/test_chc_quality.py`).
 It sees the future like `optimal` and is never a pool member of `select`.
 """
 

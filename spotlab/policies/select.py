@@ -23,7 +23,7 @@ hindsight (Hedge's grows like sqrt(T) at worst: slope <= 0.5 on log-log axes).
   `prefer`, and the gate's rounds do not count in its choice of regime or rate. Why: a lead of one or two rounds
   is often greedy's just before it loses a job's value.
 - No blind choice is at least the better of uniform progress and greedy on every market
-  (`tests/test_select.py::test_no_online_policy_keeps_a3s_bar_on_every_market_from_the_first_round`); A3 can only
+  (`tests/policies/test_select.py::test_no_online_policy_keeps_a3s_bar_on_every_market_from_the_first_round`); A3 can only
   follow the better rule over rounds.
 
 Pools: "default" (CHC w = 12 on persistence forecasts, A2's defaults, uniform progress and greedy: few members,

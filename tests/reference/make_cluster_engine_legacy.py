@@ -1,5 +1,5 @@
 """Writes cluster_engine_legacy.json: seeded random scenarios and what the simulator the cluster engine replaced
-made of them, for `tests/test_cluster_engine.py`. Run once; the old simulator is no longer in the tree:
+made of them, for `tests/cluster/test_engine.py`. Run once; the old simulator is no longer in the tree:
 
     git show 96a4def:benchmarks/legacy_cluster.py > /tmp/legacy_cluster.py
     python tests/reference/make_cluster_engine_legacy.py /tmp/legacy_cluster.py
@@ -94,7 +94,7 @@ def main() -> None:
             if dtypes(getattr(res, attr)) != types[key]:
                 run[f"{key}_dtypes"] = dtypes(getattr(res, attr))
     head = {"about": "made by tests/reference/make_cluster_engine_legacy.py from benchmarks/legacy_cluster.py at "
-                     "commit 96a4def (the simulator the cluster engine replaced); read by tests/test_cluster_engine.py",
+                     "commit 96a4def (the simulator the cluster engine replaced); read by tests/cluster/test_engine.py",
             "summary_keys": list(results[0].summary()), "dtypes": types}
     with OUT.open("w") as f:
         f.write("{" + json.dumps(head)[1:-1] + ',\n"scenarios": [\n')
