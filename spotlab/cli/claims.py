@@ -17,6 +17,10 @@ def register(commands: Any) -> None:
                                         "and whether it holds, deviates or cannot be compared.")
     c.add_argument("out", nargs="?", default="paper_figures", help="the notebooks' output folder (default paper_figures)")
     c.add_argument("--quick", action="store_true", help="the outputs are a quick run's (the report says so)")
+    c.add_argument("--publish", metavar="DEST",
+                   help="then copy the report, its figures and the run's log to DEST, stamped with the commit and "
+                        "date (a full run only; e.g. docs/results/last-full-run, which the repository keeps)")
+    c.add_argument("--commit", help="with --publish: the commit that made the run (default: the checkout's HEAD)")
     c.set_defaults(run=run)
 
 
@@ -26,4 +30,8 @@ def run(args: argparse.Namespace) -> int:
     if not Path(args.out).is_dir():
         raise OutputError(f"{args.out}: no such folder (run `spotlab reproduce` first, or give its --out)")
     print(write_report(args.out, args.quick))
+    if args.publish:
+        from ..notebooks.publish import publish
+
+        print(publish(args.out, args.publish, commit=args.commit))
     return 0

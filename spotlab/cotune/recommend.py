@@ -25,7 +25,7 @@ import pandas as pd
 from ..jobs.job import Throughput
 from ..jobs.profiles import fit_linear
 from .knowledge import Knowledge
-from .space import PARAMETERS, VALUES, Config, as_config, enumerate_space, space_frame
+from .space import NUMERIC, PARAMETERS, VALUES, Config, as_config, enumerate_space, space_frame
 from ..errors import ConfigError
 
 __all__ = ["OBJECTIVES", "Recommendation", "Recommender", "rank"]
@@ -72,6 +72,9 @@ class Recommender:
         unknown = sorted(set(partial) - set(PARAMETERS))
         if unknown:
             raise ConfigError(f"unknown parameter(s) {unknown}; the parameters are {list(PARAMETERS)}")
+        # a number given as text (the command line's KEY=VALUE) is that number
+        partial = {k: int(v) if k in NUMERIC and isinstance(v, str) and v.strip().isdigit() else v
+                   for k, v in partial.items()}
         for k, v in partial.items():
             if v not in self.values[k]:
                 raise ConfigError(f"{k}={v!r} is not in the space; choose one of {list(self.values[k])}")

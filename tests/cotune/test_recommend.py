@@ -194,10 +194,11 @@ def cli(*args, timeout=300):
 
 def test_cli_configs(tmp_path):
     p = cli("cotune", "configs", "--n-runs", 400, "--sizes", "100,200", "--repeats", 1, "--out", tmp_path, "--json",
-            "--recommend", "model_name=granite-3b-code", "--recommend", "method=lora")
+            "--recommend", "model_name=granite-3b-code", "--recommend", "method=lora", "--recommend", "batch_size=16")
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
     assert out["runs"] == 400 and 0 <= out["validity_error"] < 0.3 and out["recommendation"]["method"] == "lora"
+    assert out["recommendation"]["batch_size"] == 16  # a number given on the command line is that number
     assert (tmp_path / "learning_curve.csv").is_file() and (tmp_path / "summary.json").is_file()
     p = cli("cotune", "configs", "--runs", tmp_path / "missing.csv")
     assert p.returncode == 2 and "missing.csv" in p.stderr and "Traceback" not in p.stderr
