@@ -325,3 +325,16 @@ def test_published_numbers_match_their_sources(dataset):
         assert f"{-pub.COTUNE_JCT_CHANGE[policy]:.0%} ({label})" in spec
     assert f"utilisation up to +{pub.RLTUNE['utilisation_change']:.0%}" in spec
     assert f"queueing delay up to −{-pub.RLTUNE['queueing_delay_change']:.0%}" in spec
+
+
+def test_the_committed_full_run_has_a_section_for_every_claim(tmp_path):
+    """docs/results/last-full-run/ keeps the last full reproduction's report (`spotlab claims --publish`): it must
+    speak of every claim claims.py defines, and be stamped with the commit and date that made it."""
+    committed = ROOT / "docs" / "results" / "last-full-run"
+    report = (committed / "README.md").read_text()
+    assert re.search(r"at commit `[0-9a-f]{7,40}` on \d{4}-\d{2}-\d{2}", report), "the report is not stamped"
+    assert "**Quick mode**" not in report and not json.loads((committed / "reproduce_log.json").read_text())["quick"]
+    for claim in claims.evaluate(tmp_path):  # an empty folder: every claim, not run, with its id and title
+        assert f"## {claim.id}. {claim.title} — " in report, f"no section for claim {claim.id}"
+    for figure in re.findall(r"\]\(([\w.-]+\.png)\)", report):
+        assert (committed / figure).is_file(), f"the report shows {figure}, which is not committed"
