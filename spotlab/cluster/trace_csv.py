@@ -8,15 +8,14 @@ sit above this module.
 
 from __future__ import annotations
 
-import gzip
 import io
-import zlib
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from ..errors import SpotlabError, TraceError
+from ..text_files import read_text
 
 __all__ = ["SHOWN_ROWS", "numeric_column", "raise_bad_rows", "read_trace_csv"]
 
@@ -25,23 +24,7 @@ SHOWN_ROWS = 3  # offending rows named in an error
 
 def read_trace_csv(path: Path) -> pd.DataFrame:
     """Every cell as a string (so errors can quote the line); gzip recognised by its magic bytes."""
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise TraceError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise TraceError(f"{path}: is a directory, expected a job trace file") from None
-    except OSError as exc:
-        raise TraceError(f"{path}: cannot be read ({exc.strerror or exc})") from None
-    if raw[:2] == b"\x1f\x8b":
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise TraceError(f"{path}: damaged gzip file ({exc})") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise TraceError(f"{path}: not a UTF-8 text file") from None
+    text = read_text(path, "job trace file")
     if not text.strip():
         raise TraceError(f"{path}: empty file")
     try:

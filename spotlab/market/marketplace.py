@@ -49,7 +49,7 @@ import numpy as np
 
 from ..errors import TraceError
 from .market import Market, Observations
-from .text_file import read_trace_text
+from ..text_files import read_text
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -87,7 +87,7 @@ class Snapshot:
 
 
 def _open_text(path: Path) -> list[str]:
-    return read_trace_text(path).splitlines()
+    return read_text(path).splitlines()
 
 
 def is_marketplace_file(path: str | Path) -> bool:

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..errors import TraceError
 from .market import Observations
-from .text_file import read_trace_text
+from ..text_files import read_text
 
 if TYPE_CHECKING:
     pass
@@ -27,7 +27,7 @@ def load_sky_spot_observations(
     path = Path(path)
     if convention not in CONVENTIONS:
         raise TraceError(f"unknown JSON convention {convention!r}; use one of {', '.join(CONVENTIONS)}")
-    text = read_trace_text(path)
+    text = read_text(path)
     if not text.strip():
         raise TraceError(f"{path}: empty file")
     try:
@@ -128,5 +128,5 @@ def is_json_trace(path: str | Path) -> bool:
     except IsADirectoryError:
         raise TraceError(f"{path}: is a directory, expected a trace file") from None
     except (OSError, EOFError) as exc:
-        what = "corrupt gzip file" if head == b"\x1f\x8b" else "cannot be read"
+        what = "damaged gzip file" if head == b"\x1f\x8b" else "cannot be read"
         raise TraceError(f"{path}: {what} ({exc})") from None

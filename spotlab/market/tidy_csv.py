@@ -10,7 +10,7 @@ import numpy as np
 
 from ..errors import TraceError
 from .market import Market, Observations
-from .text_file import read_trace_text
+from ..text_files import read_text
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -22,7 +22,7 @@ TIDY_COLUMNS = ("time", "zone", "requested", "available", "spot_price", "on_dema
 def _read_csv_strings(path: Path) -> pd.DataFrame:
     """All cells as strings, so that validation can name the offending row and value."""
     import pandas as pd
-    text = read_trace_text(path)
+    text = read_text(path)
     if not text.strip():
         raise TraceError(f"{path}: empty file")
     try:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import TraceError
-from .text_file import read_trace_text
+from ..text_files import read_text
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -36,7 +36,7 @@ def read_windows(path: str | Path, n_ticks: int | None = None) -> Windows:
     """Read and validate a windows CSV with the standard library and numpy: the simulator's command line reads
     30,000 windows this way without paying for pandas' import."""
     path = Path(path)
-    text = read_trace_text(path)
+    text = read_text(path)
     if not text.strip():
         raise TraceError(f"{path}: empty file")
     reader = csv.reader(StringIO(text))

@@ -92,7 +92,7 @@ def test_bad_tidy_files(tmp_path):
     with pytest.raises(TraceError, match="no zone 'z9'"):
         load_market(two, zone="z9")
     assert trace_zones(two) == ["z1", "z2"]
-    with pytest.raises(TraceError, match="corrupt gzip"):
+    with pytest.raises(TraceError, match="damaged gzip"):
         corrupt = tmp_path / "corrupt.csv.gz"
         corrupt.write_bytes(b"\x1f\x8b\x08\x00garbage")
         load_market(corrupt)
