@@ -342,7 +342,7 @@ def main_comparison(markets: Iterable[str | Market] | Mapping[str, Market] | str
         base = {"market": _fingerprint(mkt), "spec": asdict(spec), "stride": strides[key], "max_jobs": max_jobs,
                 "seed": seed, "jobs": episodes.n}
         if semantics is not None and semantics != Semantics():  # the default's keys stay those of earlier runs
-            base["semantics"] = asdict(semantics)
+            base["semantics"] = semantics.key()
         if skip_hours is not None:
             base["skip_hours"] = float(skip_hours)
         for label, (name, params) in checked.items():

@@ -69,7 +69,8 @@ class Job:
     `deadline_h` is the soft deadline d (full value `value` up to it), `hard_deadline_h` is gamma*d
     (value falls linearly to 0 between them; a job not done by then earns `-miss_penalty`).
     `overhead_h` is the reconfiguration overhead delta: hours of zero progress (still billed) after
-    every start, count change, spot/on-demand swap or preemption recovery.
+    every start, count change, spot/on-demand swap or preemption recovery. `checkpoint_gb` is what a move
+    to another zone carries (the egress it pays across regions; `jobs.profiles.checkpoint_gb`).
     """
 
     work: float
@@ -81,6 +82,7 @@ class Job:
     value: float = 0.0
     miss_penalty: float = 0.0
     overhead_h: float = 0.0
+    checkpoint_gb: float = 0.0
 
     def __post_init__(self) -> None:
         if self.hard_deadline_h is None:
@@ -93,6 +95,8 @@ class Job:
             (int(self.n_min) == self.n_min and int(self.n_max) == self.n_max and 1 <= self.n_min <= self.n_max,
              f"need integers 1 <= N_min <= N_max (got N_min={self.n_min}, N_max={self.n_max})"),
             (np.isfinite(self.overhead_h) and self.overhead_h >= 0, f"overhead must be >= 0 hours (got {self.overhead_h})"),
+            (np.isfinite(self.checkpoint_gb) and self.checkpoint_gb >= 0,
+             f"checkpoint size must be >= 0 GB (got {self.checkpoint_gb})"),
             (np.isfinite(self.value) and np.isfinite(self.miss_penalty) and self.miss_penalty >= 0,
              f"value must be finite and miss penalty >= 0 (got {self.value}, {self.miss_penalty})"),
         ]
@@ -157,9 +161,11 @@ def make_job(
     beta: float = 0.0,
     value: float = 0.0,
     miss_penalty: float = 0.0,
+    checkpoint_gb: float = 0.0,
 ) -> Job:
     """A job from user units (work in hours of one GPU, times in hours), checked: the one builder the CLI, the
-    notebooks and the experiments use (`Job(...)` itself takes work in throughput units)."""
+    notebooks and the experiments use (`Job(...)` itself takes work in throughput units). `checkpoint_gb`: what
+    a move between zones carries (`jobs.profiles.checkpoint_gb` gives it for a model and a method)."""
     if gpus is not None and (gpus_min is not None or gpus_max is not None):
         raise JobError("give either gpus (N_min = N_max) or gpus_min/gpus_max, not both")
     n_max = gpus_max if gpus_max is not None else (gpus if gpus is not None else 1)
@@ -172,5 +178,5 @@ def make_job(
     return Job.from_gpu_hours(
         work_hours, deadline_hours, hard_deadline_h=hard_deadline_hours, overhead_h=overhead_hours,
         n_min=n_min, n_max=n_max, throughput=Throughput(alpha=alpha, beta=beta), value=value,
-        miss_penalty=miss_penalty,
+        miss_penalty=miss_penalty, checkpoint_gb=checkpoint_gb,
     )

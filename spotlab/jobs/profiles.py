@@ -274,6 +274,17 @@ def memory_gb(model: str | ModelSpec, setup: TrainSetup | None = None, n: int = 
     return (states + act) / 1e9
 
 
+def checkpoint_gb(model: str | ModelSpec = "llama2-7b", method: str = "lora") -> float:
+    """GB a checkpoint carries to another zone: the trained parameters with their Adam state (a bf16 copy, fp32
+    master weights and two fp32 moments: 14 bytes each). Full fine-tuning moves the whole model's (about 94 GB
+    for LLaMA-2-7B); LoRA only its adapters' (well under a GB): the frozen base is fetched again where the job
+    lands, as at its first start."""
+    if method not in ("lora", "full"):
+        raise ProfileError(f"method must be 'lora' or 'full', got {method!r}")
+    m = _model(model)
+    return 14.0 * float(m.n_params if method == "full" else m.trainable_params) / 1e9
+
+
 def step_breakdown(model: str | ModelSpec, gpu: str | GPUSpec, n: int, setup: TrainSetup | None = None) -> dict:
     """Time of one optimiser step on n GPUs, split into compute, straggler wait, all-reduce and overhead."""
     m, g, s = _model(model), _gpu(gpu), setup or TrainSetup()

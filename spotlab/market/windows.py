@@ -19,6 +19,8 @@ from ..errors import TraceError
 from .episodes import Episodes
 from .market import Market
 from .windows_file import Windows, read_windows
+from .zoned_episodes import ZonedEpisodes
+from .zones import ZonedMarket
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -26,7 +28,7 @@ if TYPE_CHECKING:
 HISTORY_HOURS = 168.0  # the market's past each window keeps, for policies that forecast: a week
 
 
-def cut_windows(market: Market, *, windows: str | Path | Windows | pd.DataFrame | None = None, stride_hours: float | None = None,
+def cut_windows(market: Market | ZonedMarket, *, windows: str | Path | Windows | pd.DataFrame | None = None, stride_hours: float | None = None,
                 horizon_hours: float | None = None, skip_hours: float | None = None,
                 history_hours: float = HISTORY_HOURS, max_jobs: int | None = None) -> Episodes:
     """The windows of `market` to simulate, each keeping `history_hours` of the market before it:
@@ -37,7 +39,14 @@ def cut_windows(market: Market, *, windows: str | Path | Windows | pd.DataFrame 
       horizon every `stride_hours`, the first after `skip_hours` (default: `market.meta["skip_hours"]` for a
       named market that states one, else `history_hours`), at most `max_jobs`;
     - neither: the whole trace as one window.
+
+    A market of several zones is cut zone by zone into the same windows (`ZonedEpisodes`).
     """
+    if isinstance(market, ZonedMarket):
+        parts = tuple(cut_windows(z, windows=windows, stride_hours=stride_hours, horizon_hours=horizon_hours,
+                                  skip_hours=skip_hours, history_hours=history_hours, max_jobs=max_jobs)
+                      for z in market.zones)
+        return ZonedEpisodes(parts, market.names, market.regions)
     dt = market.slot_hours
     history = _slots(history_hours, dt, "history_hours", minimum=0)
     if windows is not None:

@@ -19,6 +19,8 @@ REGISTRY: dict[str, str] = {
     "select": "spotlab.policies.select:Select",
     "prediction_free": "spotlab.policies.prediction_free:PredictionFree",
     "slack_reserve": "spotlab.policies.slack_reserve:SlackReserve",
+    "up_failover": "spotlab.policies.up_failover:UpFailover",
+    "round_robin": "spotlab.policies.round_robin:RoundRobin",
 }
 
 

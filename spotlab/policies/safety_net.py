@@ -11,6 +11,10 @@ Variants:
   with no pending overhead);
 - "cbl": the Can't Be Late guard, which also keeps a spot request whose instance was just preempted
   (so that slot is lost);
+- "skynomad": SkyNomad's: in one zone the Can't Be Late guard, a kept spot request that was just preempted going
+  on demand; across zones a latch: once finishing needs every slot left with one restart, N_max on-demand GPUs
+  for good, where a spot job runs, or where none runs in the zone whose on-demand price for the work left plus
+  the egress to it is lowest;
 - "off": no guard.
 
 `give_up=True`: where the net fires and finishing on N_max on-demand GPUs would cost more than the value
@@ -28,12 +32,13 @@ import numpy as np
 from ..errors import PolicyError
 from ..jobs.job import Job
 from ..simulation.slots import EPS
-from ..simulation.interface import NET_VARIANTS, Context, Observation, check_action
+from ..simulation.interface import NET_VARIANTS, Action, Context, Observation, check_action
 from ..simulation.slots import ceil_slots, floor_slots
 from .deadline import deadline_pressure, not_worth_finishing
 
 
-def _too_late_after(job: Job, obs: Observation, o: np.ndarray, s: np.ndarray, slot_hours: float) -> np.ndarray:
+def _too_late_after(job: Job, obs: Observation, o: np.ndarray, s: np.ndarray, slot_hours: float,
+                    moves: np.ndarray | None = None) -> np.ndarray:
     """The strict net's trigger: True where, after the proposed allocation has run this slot (by the
     simulator's rules: spot clipped to what is obtainable, below N_min idle, a change pays the overhead),
     N_max on-demand GPUs starting next slot (one more restart) could no longer finish by the hard deadline.
@@ -41,11 +46,15 @@ def _too_late_after(job: Job, obs: Observation, o: np.ndarray, s: np.ndarray, sl
     up to the last safe slot is not overridden, and the deadline still holds whatever spot does next."""
     dt = slot_hours
     s_eff = np.minimum(s, obs.avail)
+    if moves is not None:  # spot in another zone is not counted on (its availability may be unseen) ...
+        s_eff = np.where(moves, 0, s_eff)
     n = o + s_eff
     run = n >= job.n_min
     n = np.where(run, n, 0)
     preempted = obs.held_s < obs.prev_s
     change = run & ((o != obs.prev_o) | (s_eff != obs.prev_s) | preempted)
+    if moves is not None:  # ... and a move restarts the job
+        change |= run & moves
     pending = np.where(change, job.overhead_h, obs.pending_h)
     work = np.where(run, job.throughput(n) * (dt - np.minimum(pending, dt)), 0.0)
     left_after = obs.remaining - work
@@ -56,7 +65,7 @@ def _too_late_after(job: Job, obs: Observation, o: np.ndarray, s: np.ndarray, sl
 
 
 def apply_safety_net(job: Job, obs: Observation, o: np.ndarray, s: np.ndarray, variant: str, slot_hours: float,
-                     give_up: bool = False):
+                     give_up: bool = False, moves: np.ndarray | None = None):
     """Override a proposal where the deadline is at stake: N_max on-demand GPUs, except that a full
     allocation already running with no pending overhead is kept. Returns (o, s, quit): with `give_up`,
     `quit` marks the windows where the net stops the job instead (`not_worth_finishing`)."""
@@ -66,7 +75,7 @@ def apply_safety_net(job: Job, obs: Observation, o: np.ndarray, s: np.ndarray, v
     if variant == "cbl":
         trig = deadline_pressure(job, obs, slot_hours) & obs.active
     else:
-        trig = _too_late_after(job, obs, o, s, slot_hours) & obs.active
+        trig = _too_late_after(job, obs, o, s, slot_hours, moves) & obs.active
     if not trig.any():
         return o, s, quit
     if give_up:
@@ -126,15 +135,66 @@ class SafetyNet:
     def reset(self, ctx: Context) -> None:
         self._job, self._dt, self._W = ctx.job, ctx.episodes.slot_hours, ctx.episodes.n
         self._alive = self._overridden = 0
+        self._latched = np.zeros(self._W, dtype=bool)
+        self._leader = np.full(self._W, -1, dtype=np.int64)
+        self._egress = None
+        if ctx.zoned is not None:
+            regions, gb = ctx.zoned.regions, float(ctx.job.checkpoint_gb)
+            self._egress = np.array([[ctx.settings.egress.usd_per_gb(a, b) * gb for b in regions] for a in regions])
         self.policy.reset(dataclasses.replace(ctx, safety_net=self.variant, give_up=self.give_up))
 
     def act(self, obs: Observation):
-        o, s, stop = check_action(self.name, self.policy.act(obs), self._W, obs.t, self._job, obs.active)
-        o2, s2, quit = apply_safety_net(self._job, obs, o, s, self.variant, self._dt, self.give_up)
+        if self.variant == "skynomad":
+            return self._skynomad(obs)
+        zones = 1 if obs.zones_spot_price is None else obs.zones_spot_price.shape[0]
+        o, s, stop, zone = check_action(self.name, self.policy.act(obs), self._W, obs.t, self._job, obs.active,
+                                        zones)
+        moves = None if zone is None else (zone >= 0) & (zone != obs.zone)
+        o2, s2, quit = apply_safety_net(self._job, obs, o, s, self.variant, self._dt, self.give_up, moves)
         if o2 is not o:
-            self._overridden += int((obs.active & ((o2 != o) | (s2 != s))).sum())
+            changed = (o2 != o) | (s2 != s)
+            self._overridden += int((obs.active & changed).sum())
+            if moves is not None and self.variant == "strict":  # the net's on-demand GPUs stay where the job is
+                zone = np.where(changed, -1, zone)
         self._alive += int(obs.active.sum())
-        return o2, s2, quit | stop
+        return Action(o2, s2, quit | stop, zone)
+
+    def _skynomad(self, obs: Observation):
+        """SkyNomad's net (see the module doc): in one zone its guard; across zones its latch."""
+        job, dt = self._job, self._dt
+        zones = 1 if obs.zones_spot_price is None else obs.zones_spot_price.shape[0]
+        o, s, stop, zone = check_action(self.name, self.policy.act(obs), self._W, obs.t, job, obs.active, zones)
+        self._alive += int(obs.active.sum())
+        left = obs.active & (obs.remaining > EPS * max(1.0, job.work))
+        trig = deadline_pressure(job, obs, dt) & left
+        if zones == 1:
+            keep = trig & (obs.pending_h <= EPS) & (obs.prev_s > 0) & (obs.held_s == obs.prev_s)
+            o2 = np.where(trig, np.where(keep, obs.prev_o, job.n_max), o)
+            s2 = np.where(trig, np.where(keep, obs.prev_s, 0), s)
+            self._overridden += int((obs.active & ((o2 != o) | (s2 != s))).sum())
+            return Action(o2, s2, stop, zone)
+        ran = obs.prev_o + obs.prev_s > 0
+        self._leader = np.where(ran, obs.zone, self._leader)
+        new = trig & ~self._latched
+        self._latched |= trig & obs.active
+        net = self._latched & obs.active
+        if not net.any():
+            return Action(o, s, stop, zone)
+        target = obs.zone if zone is None else np.where(zone >= 0, zone, obs.zone)
+        place = obs.zone.copy()
+        idle = new & ~(obs.held_o + obs.held_s > 0)
+        if idle.any():  # no instance: the zone where the work left costs least on demand, egress included
+            hours = obs.remaining / job.max_rate
+            price = obs.zones_od_price * (job.n_max * hours)[None, :]  # (Z, W)
+            if self._egress is not None:
+                src = np.where(self._leader >= 0, self._leader, 0)
+                price = price + np.where(self._leader >= 0, self._egress[src].T, 0.0)
+            place = np.where(idle, np.argmin(price, axis=0), place)
+        o2 = np.where(net, job.n_max, o)
+        s2 = np.where(net, 0, s)
+        zone2 = np.where(net, place, target)
+        self._overridden += int((net & ((o2 != o) | (s2 != s))).sum())
+        return Action(o2, s2, stop, zone2)
 
     def report(self) -> dict:
         inner = self.policy.report() if hasattr(self.policy, "report") else {}

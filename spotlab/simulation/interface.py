@@ -11,7 +11,7 @@ deadline safety net is a wrapper around the policy (`policies.safety_net.SafetyN
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Callable, Literal, NamedTuple, Protocol
 
 import numpy as np
 
@@ -20,13 +20,16 @@ from ..jobs.job import Job
 
 if TYPE_CHECKING:
     from ..market.episodes import Episodes
+    from ..market.zoned_episodes import ZonedEpisodes
     from .settings import SimSettings
 
 
-NET_VARIANTS = ("strict", "cbl", "off")
+NET_VARIANTS = ("strict", "cbl", "skynomad", "off")
 
 
-NetVariant = Literal["strict", "cbl", "off"]
+NetVariant = Literal["strict", "cbl", "skynomad", "off"]
+
+STAY = None  # the zone of an action that stays where it is
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,7 @@ class Context:
     seed: int = 0
     safety_net: NetVariant = "off"
     give_up: bool = False
+    zoned: "ZonedEpisodes | None" = None  # every zone's windows in a run across zones (`episodes`: the first zone's)
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,26 @@ class Observation:
     spot_price: np.ndarray
     od_price: np.ndarray
     active: np.ndarray  # job neither finished nor failed
+    # Across zones (all None in a market of one zone): the zone the job is in (avail and prices above are its),
+    # every zone's prices (public, (Z, W)), every zone's availability when the rules show it for free, and
+    # `probe(zones)` / `first_spot(order)`, which ask for it under the rules' price (see `ZoneQueries`).
+    zone: np.ndarray | None = None
+    zones_spot_price: np.ndarray | None = None
+    zones_od_price: np.ndarray | None = None
+    zones_avail: np.ndarray | None = None
+    probe: "Callable[[np.ndarray], np.ndarray] | None" = None
+    first_spot: "Callable[[np.ndarray], np.ndarray] | None" = None
+
+
+class Action(NamedTuple):
+    """A policy's proposal for every window: GPUs on demand and on spot, where it stops for good (`stop`), and the
+    zone it runs in (`zone`; None or the current zone: stay). A plain `(o, s)` or `(o, s, stop)` tuple is an
+    Action that stays."""
+
+    on_demand: np.ndarray
+    spot: np.ndarray
+    stop: np.ndarray | None = None
+    zone: np.ndarray | None = None
 
 
 class Policy(Protocol):
@@ -75,16 +99,22 @@ class Policy(Protocol):
     def act(self, obs: Observation) -> tuple[np.ndarray, ...]: ...
 
 
-def check_action(name: str, action, W: int, t: int, job: Job, active: np.ndarray):
-    """`(o, s)` or `(o, s, stop)` from a policy as three arrays of shape (W,): a policy bug surfaces as a clear
-    error, not as a silently wrong number."""
-    try:
-        o, s, *rest = action
-        if len(rest) > 1:
-            raise ValueError
-    except (TypeError, ValueError):
-        raise PolicyError(f"policy {name!r} must return (on_demand, spot) or (on_demand, spot, stop) at slot {t}, "
-                          f"got {type(action).__name__}") from None
+def check_action(name: str, action, W: int, t: int, job: Job, active: np.ndarray, zones: int = 1):
+    """`(o, s)`, `(o, s, stop)` or an `Action` from a policy as four arrays of shape (W,): on-demand and spot GPUs,
+    stop, and the zone (-1: stay where it is). A policy bug surfaces as a clear error, not as a silently wrong
+    number."""
+    zone = None
+    if isinstance(action, Action):
+        o, s, stop, zone = action
+        rest = [] if stop is None else [stop]
+    else:
+        try:
+            o, s, *rest = action
+            if len(rest) > 1:
+                raise ValueError
+        except (TypeError, ValueError):
+            raise PolicyError(f"policy {name!r} must return (on_demand, spot), (on_demand, spot, stop) or an Action "
+                              f"at slot {t}, got {type(action).__name__}") from None
     if rest:
         stop = rest[0]
         if not (type(stop) is np.ndarray and stop.dtype == np.bool_ and stop.shape == (W,)):
@@ -103,7 +133,16 @@ def check_action(name: str, action, W: int, t: int, job: Job, active: np.ndarray
             f"policy {name!r} asked for {o[w]} on-demand + {s[w]} spot GPUs at slot {t} (window {w}); "
             f"allowed: 0..{job.n_max} in total"
         )
-    return o, s, stop
+    if zone is None:
+        zone = STAY
+    else:
+        zone = _counts(name, zone, "zone", W, t)
+        bad = active & ((zone < -1) | (zone >= zones))
+        if bad.any():
+            w = int(np.flatnonzero(bad)[0])
+            raise PolicyError(f"policy {name!r} asked for zone {zone[w]} at slot {t} (window {w}); the market has "
+                              f"{zones} zone(s): 0..{zones - 1} (-1: stay)")
+    return o, s, stop, zone
 
 
 def _counts(name: str, v, label: str, W: int, t: int) -> np.ndarray:

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 # The per-slot arrays a simulation can record, (windows, slots) each: those written slot by slot, and views of
 # the market windows.
 WRITTEN = ("alive", "o", "s", "s_requested", "preempted", "reconfig", "overhead_h", "billed_h", "work", "cost",
-           "remaining")
+           "remaining", "zone")  # `zone` in a run across zones only
 
 
 WINDOW_VIEWS = ("avail", "spot_price", "od_price")
@@ -108,8 +108,9 @@ class SimulationResult:
             "slot": np.broadcast_to(np.arange(H), (W, H))[alive],
             "time_h": np.broadcast_to(np.arange(H) * self.slot_hours, (W, H))[alive],
         }
-        for k in ("avail", "spot_price", "od_price", "o", "s", "s_requested", "preempted", "reconfig",
+        for k in ("zone", "avail", "spot_price", "od_price", "o", "s", "s_requested", "preempted", "reconfig",
                   "overhead_h", "billed_h", "work", "cost", "remaining"):
-            data[k] = a[k][alive]
+            if k != "zone" or k in a:  # the zone of each slot, in a run across zones
+                data[k] = a[k][alive]
         data["avail"] = data["avail"].astype(np.int64)
         return pd.DataFrame(data)

@@ -1,21 +1,70 @@
-"""The market's rules the engine applies (SPEC §3.2): how the finishing slot is billed."""
+"""The market's rules the engine applies (SPEC §3.2, §9): how the finishing slot is billed and, across zones, what
+a move costs, what a job sees of other zones, and the peers' quirks their numbers depend on.
+
+The defaults are spotlab's own rules, and with one zone they are the rules every one-zone number was computed
+under. The rule sets of `policies.semantics` (spotlab, SkyNomad's, the multi-region leaderboard's) are named
+combinations of these fields with a deadline safety net.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 from typing import Literal
+
+from ..market.egress import DEFAULT_EGRESS, EgressTable
+
+BILLINGS = ("fractional", "full")
+MOVES = ("relaunch", "free")
+VISIBILITIES = ("probe", "free")
+PRICINGS = ("used", "final_zone_first_slot")
+DEADLINES = ("hard", "none")
 
 
 @dataclass(frozen=True)
 class SimSettings:
-    """The market's rules the engine applies. `cant_be_late()` gives the billing of that simulator
-    (SPEC §3.2); its deadline guard is a policy wrapper (`make_policy(..., safety_net="cbl")`)."""
+    """The rules of one run.
+
+    - `billing`: the finishing slot billed by use ("fractional") or in full ("full": Can't Be Late, SkyNomad).
+    - `moves`: a move to another zone is a new launch, paying the restart overhead ("relaunch"), or free and
+      instant ("free": the leaderboard's simulator, where only a change of instance type restarts).
+    - `egress` and `transfer_time`: a move from the zone that last ran the job to another region pays the
+      checkpoint's size (the job's `checkpoint_gb`) times the table's price, and with `transfer_time` the
+      checkpoint's transfer (at `bandwidth_gbps`) adds to the restart.
+    - `visibility`: another zone's spot availability is seen only by a probe ("probe": a successful probe is
+      billed `probe_seconds` of that zone's spot price, a failed one or a failed launch is free) or for free.
+    - `bill_completing_slot`: False drops the cost of the slot in which the job completes in a run across zones
+      (SkyNomad's benchmark reports its cost before that slot's bill).
+    - `pricing`: "final_zone_first_slot" prices every slot of a run at the zone it ends in, spot at that zone's
+      first-slot price (the leaderboard's simulator).
+    - `deadline`: "none" runs a job past its hard deadline until it finishes or the window ends (the
+      leaderboard's simulator does not enforce it).
+    """
 
     billing: Literal["fractional", "full"] = "fractional"
+    moves: Literal["relaunch", "free"] = "relaunch"
+    egress: EgressTable = field(default=DEFAULT_EGRESS)
+    transfer_time: bool = False
+    bandwidth_gbps: float = 8.2  # within a continent (SkyNomad's figure); across continents it uses 3.59
+    visibility: Literal["probe", "free"] = "probe"
+    probe_seconds: float = 60.0
+    bill_completing_slot: bool = True
+    pricing: Literal["used", "final_zone_first_slot"] = "used"
+    deadline: Literal["hard", "none"] = "hard"
 
     def __post_init__(self) -> None:
-        if self.billing not in ("fractional", "full"):
-            raise ValueError(f"billing must be 'fractional' or 'full', got {self.billing!r}")
+        for name, value, allowed in (("billing", self.billing, BILLINGS), ("moves", self.moves, MOVES),
+                                     ("visibility", self.visibility, VISIBILITIES),
+                                     ("pricing", self.pricing, PRICINGS), ("deadline", self.deadline, DEADLINES)):
+            if value not in allowed:
+                raise ValueError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
+        if not isinstance(self.egress, EgressTable):
+            raise ValueError(f"egress must be an EgressTable, got {type(self.egress).__name__}")
+        for name, value in (("probe_seconds", self.probe_seconds), ("bandwidth_gbps", self.bandwidth_gbps)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+                raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+        if self.bandwidth_gbps == 0:
+            raise ValueError("bandwidth_gbps must be > 0")
 
     @classmethod
     def cant_be_late(cls) -> "SimSettings":
