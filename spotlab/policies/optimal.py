@@ -35,7 +35,9 @@ from ..optimum.dp.relaxation import AllocationRelaxation
 from ..optimum.solve import DEFAULT_GAP, OptimumProblem
 from ..processes import worker_count
 from ..params import Boolean, Interval, Options, Params
-from ..simulation.interface import Context, Observation
+from ..optimum.dp.zones import ZonesDP, solve_zones
+from ..optimum.solve import OptimumResult
+from ..simulation.interface import Action, Context, Observation
 
 METHODS = ("auto", "dp", "milp")
 
@@ -117,6 +119,10 @@ class Optimal(Params):
     def reset(self, ctx: Context) -> None:
         self.check_params()
         ep, H = ctx.episodes, ctx.horizon
+        self.plan_zone_ = None
+        if ctx.zoned is not None:  # across zones: the zones DP, window by window
+            self._reset_zones(ctx)
+            return
         dp = self._exact(ctx)
         if isinstance(dp, FixedCountDP):
             results = dp.solve_windows(ep.avail[:, :H], ep.spot_price[:, :H], ep.od_price[:, :H])
@@ -175,7 +181,27 @@ class Optimal(Params):
                 "worst_gap": float(max(known)) if len(known) == len(gaps) and known else None,
                 "solve_seconds": round(float(sum(r.seconds for r in self.results_)), 2)}
 
+    def _reset_zones(self, ctx: Context) -> None:
+        """The optimum across zones (`optimum.dp.zones`): every window's plan of zones and allocations."""
+        zoned, H = ctx.zoned, ctx.horizon
+        if self.method == "milp":
+            raise PolicyError("optimal: across zones the optimum is the zones DP; method='milp' applies to one zone")
+        dp = ZonesDP(ctx.job, H, zoned.slot_hours, ctx.settings, zoned.regions, zoned.z, self.must_finish)
+        plans = []
+        for w in range(zoned.n):
+            A = np.stack([e.avail[w, :H] for e in zoned.zones])
+            SP = np.stack([e.spot_price[w, :H] for e in zoned.zones])
+            OD = np.stack([e.od_price[w, :H] for e in zoned.zones])
+            plans.append(solve_zones(dp, A, SP, OD))
+        self.plan_o_ = np.stack([p.o for p in plans])
+        self.plan_s_ = np.stack([p.s for p in plans])
+        self.plan_zone_ = np.stack([p.zone for p in plans])
+        self.results_ = [OptimumResult(p.o, p.s, -p.objective, "optimal", "dp", p.seconds, -p.objective, 0.0)
+                         for p in plans]
+
     def act(self, obs: Observation):
+        if self.plan_zone_ is not None:
+            return Action(self.plan_o_[:, obs.t], self.plan_s_[:, obs.t], None, self.plan_zone_[:, obs.t])
         return self.plan_o_[:, obs.t], self.plan_s_[:, obs.t]
 
 

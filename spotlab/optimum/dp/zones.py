@@ -1,0 +1,283 @@
+"""The exact hindsight optimum of a fixed-size job across zones (SPEC §9): a DP over the zone, the allocation (how
+many of the job's N GPUs are spot, the rest on demand, or idle), the restart overhead still to pay, and the work
+done on a lattice, under the engine's rules of the run (`SimSettings`: billing, moves, egress, the completing slot,
+final-zone prices, the deadline).
+
+Why a DP: with the whole window known, the state above is all the engine carries from slot to slot, and every
+slot's work is a whole multiple of one quantum (the slot and the restart overhead being commensurate), so the
+optimum is exact, not a relaxation, and its plan replays in the engine to its cost. The idle states remember the
+zone the job last ran in, where egress is paid from. Levels that cannot finish in the slots left, or not yet be
+reached, are never stored. The objective is the utility's: cost, less the value of finishing when it finishes,
+or plus the miss penalty where the job may be left unfinished.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...errors import SolverError
+from ...jobs.job import Job
+from ...simulation.settings import SimSettings
+from .work_lattice import work_quantum
+
+TOL = 1e-9
+
+
+@dataclass(frozen=True)
+class ZonePlan:
+    """One window's plan: the zone, on-demand and spot GPUs of every slot (-1 zone: idle), and its objective
+    (cost less value, plus the miss penalty where unfinished) as the DP counts it."""
+
+    zone: np.ndarray
+    o: np.ndarray
+    s: np.ndarray
+    objective: float
+    done: bool
+    seconds: float
+
+
+class ZonesDP:
+    """The DP of the module doc for one job and one set of rules; `solve_window` solves one window."""
+
+    def __init__(self, job: Job, horizon: int, slot_hours: float, settings: SimSettings, regions, n_zones: int,
+                 must_finish: bool = True, max_cells: int = 400_000_000):
+        if job.n_min != job.n_max:
+            raise SolverError("the optimum across zones needs a fixed GPU count (N_min = N_max); an elastic job "
+                              "across zones has no exact solver yet")
+        if settings.transfer_time:
+            raise SolverError("the optimum across zones does not model a checkpoint's transfer time; run it with "
+                              "transfer_time off")
+        self.job, self.T, self.dt = job, int(horizon), float(slot_hours)
+        self.settings, self.Z, self.must_finish = settings, int(n_zones), bool(must_finish)
+        self.n = int(job.n_max)
+        self.rate = float(job.throughput(self.n))
+        d = float(job.overhead_h)
+        self.pend = [0.0]  # overhead left at a slot's start while running: 0, then d - dt, d - 2 dt, ... > 0
+        p = d - self.dt
+        while p > TOL:
+            self.pend.append(p)
+            p -= self.dt
+        self.P = len(self.pend)
+        incr = [self.rate * (self.dt - min(x, self.dt)) for x in [d, *self.pend]]
+        q = work_quantum(incr)
+        if q is None:
+            raise SolverError("the optimum across zones needs every slot's work on one lattice (slot, restart "
+                              "overhead and throughput on simple fractions)")
+        self.q = q
+        self.K = int(math.ceil(job.work / q - 1e-9))
+        self.prog = np.array([int(round(self.rate * (self.dt - min(x, self.dt)) / q)) for x in self.pend])
+        self.prog_launch = int(round(self.rate * (self.dt - min(d, self.dt)) / q))
+        self.next_p = np.array([self._index(max(x - self.dt, 0.0)) for x in self.pend])
+        self.next_launch = self._index(max(d - self.dt, 0.0))
+        self.lost = np.array([min(x, self.dt) for x in self.pend])
+        self.lost_launch = min(d, self.dt)
+        gb = float(job.checkpoint_gb)
+        regs = list(regions)
+        self.E = np.array([[settings.egress.usd_per_gb(a, b) * gb if settings.moves == "relaunch" else 0.0
+                            for b in regs] for a in regs])
+        # modes: 0 never started; 1..Z idle, last ran in zone z; then (zone z, k spot of n) running
+        self.M = 1 + self.Z + self.Z * (self.n + 1)
+        self.max_cells = int(max_cells)
+        codes = self.M * self.P * 2
+        self.code_dtype = np.uint8 if codes < 255 else np.uint16 if codes < 65535 else np.int32
+
+    def _index(self, pending: float) -> int:
+        for i, x in enumerate(self.pend):
+            if abs(x - pending) <= TOL:
+                return i
+        return 0
+
+    def run_mode(self, z: int, k: int) -> int:
+        return 1 + self.Z + z * (self.n + 1) + k
+
+    def solve_window(self, avail: np.ndarray, spot_price: np.ndarray, od_price: np.ndarray,
+                     final_zone: int | None = None) -> ZonePlan:
+        """The optimum of one window (arrays (Z, T)); with `final_zone`, prices are that zone's first-slot ones and
+        the job must end there (the leaderboard's pricing: `solve` tries every zone)."""
+        started = time.perf_counter()
+        job, Z, n, P, K, T, dt = self.job, self.Z, self.n, self.P, self.K, self.T, self.dt
+        A = np.asarray(avail)[:, :T].astype(np.int64)
+        SP, OD = np.asarray(spot_price, dtype=float)[:, :T], np.asarray(od_price, dtype=float)[:, :T]
+        if final_zone is not None:
+            SP = np.broadcast_to(SP[final_zone, 0], SP.shape)
+            OD = np.broadcast_to(OD[final_zone, 0], OD.shape)
+        max_prog = int(max(self.prog.max(), self.prog_launch))
+        if T * self.M * P * (K + 1) > self.max_cells * 8:
+            raise SolverError(f"the optimum across zones would keep {T * self.M * P * (K + 1):,} states; "
+                              "shorten the window or coarsen the slots")
+        INF = np.inf
+        kk = np.arange(n + 1)
+        run_modes = np.array([[self.run_mode(z, k) for k in range(n + 1)] for z in range(Z)])  # (Z, n+1)
+        V = np.full((self.M, P, K), INF)
+        V[0, 0, 0] = 0.0
+        # the mode each zone's idle/run states leave egress from; the never-started state pays none
+        src_zone = np.full(self.M, -1)
+        for z in range(Z):
+            src_zone[1 + z] = z
+            src_zone[run_modes[z]] = z
+        E_src = np.zeros((self.M, Z))
+        has = src_zone >= 0
+        E_src[has] = self.E[src_zone[has]]
+        pointers: list[np.ndarray] = []
+        best = (INF, None)  # objective, (t, mode, pending, w, kind, code)
+        bill_last = self.settings.bill_completing_slot or Z == 1
+        full = self.settings.billing == "full"
+        w_idx = np.arange(K)
+        for t in range(T):
+            valid = kk[None, :] <= A[:, t][:, None]  # (Z, n+1): k spot GPUs can be had in zone z
+            price = (n - kk)[None, :] * OD[:, t][:, None] + kk[None, :] * SP[:, t][:, None]  # per hour (Z, n+1)
+            Vn = np.full_like(V, INF)
+            code = np.full(V.shape, -1, dtype=np.int32)  # source mode * P + source pending, x2, + kind (1 = stay)
+
+            # never started: stays
+            Vn[0, 0] = V[0, 0]
+            code[0, 0] = 0 * 2 + 1
+            # idle in zone z: from idle there or stopping a run there (no cost, no work; the pending is moot)
+            for z in range(Z):
+                srcs = np.concatenate([[1 + z], run_modes[z]])
+                block = V[srcs].reshape(-1, K)  # (sources x P, K)
+                arg = np.argmin(block, axis=0)
+                Vn[1 + z, 0] = block[arg, w_idx]
+                code[1 + z, 0] = (srcs[arg // P] * P + arg % P) * 2 + 1
+            # launches: from the best source over pending values, plus the egress to the zone
+            Vmin = V.min(axis=1)  # (M, K)
+            pmin = V.argmin(axis=1)
+            with np.errstate(invalid="ignore"):
+                L = Vmin[:, None, :] + E_src[:, :, None]  # (M, Z, K)
+            Lsrc = np.argmin(L, axis=0)  # (Z, K)
+            Lval = np.take_along_axis(L, Lsrc[None], axis=0)[0]  # (Z, K)
+            for z in range(Z):
+                for k in range(n + 1):
+                    if not valid[z, k]:
+                        continue
+                    m = run_modes[z, k]
+                    cost = price[z, k] * dt
+                    ends_here = final_zone is None or z == final_zone
+                    # stay (and, with free moves, arrive from the same allocation in another zone that still has it)
+                    if self.settings.moves == "free":
+                        froms = [run_modes[zs, k] for zs in range(Z) if valid[zs, k]]
+                    else:
+                        froms = [m]
+                    for ms in froms:
+                        for p in range(P):
+                            src = V[ms, p]
+                            if not np.isfinite(src).any():
+                                continue
+                            step = self.prog[p]
+                            dest = w_idx + step
+                            fin = dest >= K
+                            if (~fin).any():
+                                cand = src[~fin] + cost
+                                tgt = dest[~fin]
+                                pn = self.next_p[p]
+                                better = cand < Vn[m, pn, tgt]
+                                Vn[m, pn, tgt[better]] = cand[better]
+                                code[m, pn, tgt[better]] = (ms * P + p) * 2 + 1
+                            if fin.any() and ends_here:
+                                best = self._finish(best, t, src, fin, w_idx, self.lost[p], price[z, k], full,
+                                                    bill_last, 0.0, (t, m, ms, p, 1))
+                    # launch
+                    src = Lval[z]
+                    dest = w_idx + self.prog_launch
+                    fin = dest >= K
+                    if (~fin).any():
+                        cand = src[~fin] + cost
+                        tgt = dest[~fin]
+                        pn = self.next_launch
+                        better = cand < Vn[m, pn, tgt]
+                        ms = Lsrc[z][~fin][better]
+                        ps = pmin[ms, w_idx[~fin][better]]
+                        Vn[m, pn, tgt[better]] = cand[better]
+                        code[m, pn, tgt[better]] = (ms * P + ps) * 2
+                    if fin.any() and ends_here:
+                        best = self._finish(best, t, src, fin, w_idx, self.lost_launch, price[z, k], full, bill_last,
+                                            0.0, (t, m, -1, -1, 0), launch_src=(Lsrc[z], pmin))
+            lo = 0
+            if self.must_finish:  # a level too low to finish in the slots left is dropped
+                lo = min(max(K - (T - t - 1) * max_prog, 0), K)
+                Vn[:, :, :lo] = INF
+            hi = min(K, (t + 1) * max_prog + 1)  # nothing above can be reached yet
+            pointers.append((lo, code[:, :, lo:hi].astype(self.code_dtype)))
+            V = Vn
+        unfinished = (INF, None)
+        if not self.must_finish:
+            flat = int(np.argmin(V))
+            m, p, w = np.unravel_index(flat, V.shape)
+            unfinished = (float(V[m, p, w]) + job.miss_penalty, (T - 1, int(m), int(p), int(w)))
+            if unfinished[0] < best[0]:
+                return self._plan(pointers, unfinished[1], None, False, unfinished[0], started)
+        if best[1] is None:
+            raise SolverError("no schedule finishes the job by its deadline in this window (not even on demand)")
+        return self._plan(pointers, None, best[1], True, best[0], started)
+
+    def _finish(self, best, t, src, fin, w_idx, lost, price, full, bill_last, egress, where, launch_src=None):
+        """The best completion among the sources that finish in slot t."""
+        left = (self.job.work - w_idx[fin] * self.q) / self.rate
+        used = lost + left
+        billed = self.dt if full else np.minimum(used, self.dt)
+        cost = price * billed if bill_last else 0.0
+        completion = t * self.dt + np.minimum(used, self.dt)
+        obj = src[fin] + cost - self.job.value_at(completion)
+        if not np.isfinite(obj).any():
+            return best
+        i = int(np.nanargmin(np.where(np.isfinite(obj), obj, np.inf)))
+        if obj[i] < best[0]:
+            w = int(w_idx[fin][i])
+            if launch_src is not None:
+                Lsrc, pmin = launch_src
+                ms = int(Lsrc[w])
+                return float(obj[i]), (t, where[1], ms, int(pmin[ms, w]), 0, w)
+            return float(obj[i]), (t, where[1], where[2], where[3], 1, w)
+        return best
+
+    def _plan(self, pointers, end_state, finish, done, objective, started) -> ZonePlan:
+        """Read the plan back from the pointers: the run or idle state of every slot."""
+        T, P, Z, n = self.T, self.P, self.Z, self.n
+        zone = np.full(T, -1, dtype=np.int64)
+        o = np.zeros(T, dtype=np.int64)
+        s = np.zeros(T, dtype=np.int64)
+        if finish is not None:
+            t, m, ms, ps, kind, w = finish
+            self._set(t, m, zone, o, s)
+            step = self.prog[ps] if kind == 1 else self.prog_launch
+            m, p, w, t = ms, ps, w, t - 1
+        else:
+            t, m, p, w = end_state
+        while t >= 0 and m >= 0:
+            self._set(t, m, zone, o, s)
+            lo, band = pointers[t]
+            c = int(band[m, p, w - lo]) if 0 <= w - lo < band.shape[2] else -1
+            if c < 0 or c == np.iinfo(band.dtype).max:
+                raise SolverError("the optimum across zones lost its way reading the plan back (a bug)")
+            kind, ms, ps = c % 2, (c // 2) // P, (c // 2) % P
+            if m > Z:  # a run: the work it did this slot
+                step = self.prog[ps] if kind == 1 else self.prog_launch
+                w -= step
+            m, p, t = ms, ps, t - 1
+        return ZonePlan(zone, o, s, float(objective), bool(done), time.perf_counter() - started)
+
+    def _set(self, t: int, m: int, zone, o, s) -> None:
+        if m <= self.Z:  # never started, or idle
+            return
+        r = m - 1 - self.Z
+        z, k = divmod(r, self.n + 1)
+        zone[t], s[t], o[t] = z, k, self.n - k
+
+
+def solve_zones(dp: ZonesDP, avail: np.ndarray, spot_price: np.ndarray, od_price: np.ndarray) -> ZonePlan:
+    """One window's optimum under `dp`'s rules; with final-zone pricing, the best over the zone it ends in."""
+    if dp.settings.pricing != "final_zone_first_slot":
+        return dp.solve_window(avail, spot_price, od_price)
+    plans = []
+    for f in range(dp.Z):
+        try:
+            plans.append(dp.solve_window(avail, spot_price, od_price, final_zone=f))
+        except SolverError:
+            continue
+    if not plans:
+        raise SolverError("no schedule finishes the job by its deadline in this window (not even on demand)")
+    return min(plans, key=lambda p: p.objective)
