@@ -26,18 +26,17 @@ import numpy as np
 from joblib import Parallel, delayed
 from tqdm.auto import tqdm
 
-from ..errors import PolicyError
+from ..errors import PolicyError, TooManyLabels
 from ..optimum.dp.exact import exact_dp
 from ..optimum.dp.fixed_count import FixedCountDP
 from ..optimum.dp.pareto_labels import ParetoLabelDP
-from ..errors import TooManyLabels
 from ..optimum.dp.relaxation import AllocationRelaxation
-from ..optimum.solve import DEFAULT_GAP, OptimumProblem
-from ..processes import worker_count
-from ..params import Boolean, Interval, Options, Params
 from ..optimum.dp.zones import ZonesDP, solve_zones
-from ..optimum.solve import OptimumResult
+from ..optimum.solve import DEFAULT_GAP, OptimumProblem, OptimumResult
+from ..params import Boolean, Interval, Options, Params
+from ..processes import worker_count
 from ..simulation.interface import Action, Context, Observation
+from ..simulation.slots import horizon_slots
 
 METHODS = ("auto", "dp", "milp")
 
@@ -182,20 +181,27 @@ class Optimal(Params):
                 "solve_seconds": round(float(sum(r.seconds for r in self.results_)), 2)}
 
     def _reset_zones(self, ctx: Context) -> None:
-        """The optimum across zones (`optimum.dp.zones`): every window's plan of zones and allocations."""
+        """The optimum across zones (`optimum.dp.zones`): every window's plan of zones and allocations. It meets
+        the job's hard deadline even where the rules let a run go on past it (the leaderboard's)."""
         zoned, H = ctx.zoned, ctx.horizon
         if self.method == "milp":
             raise PolicyError("optimal: across zones the optimum is the zones DP; method='milp' applies to one zone")
-        dp = ZonesDP(ctx.job, H, zoned.slot_hours, ctx.settings, zoned.regions, zoned.z, self.must_finish)
+        T = min(H, horizon_slots(ctx.job, zoned.slot_hours))
+        dp = ZonesDP(ctx.job, T, zoned.slot_hours, ctx.settings, zoned.regions, zoned.z, self.must_finish)
         plans = []
-        for w in range(zoned.n):
-            A = np.stack([e.avail[w, :H] for e in zoned.zones])
-            SP = np.stack([e.spot_price[w, :H] for e in zoned.zones])
-            OD = np.stack([e.od_price[w, :H] for e in zoned.zones])
+        for w in tqdm(range(zoned.n), desc="optimum", unit="window", disable=None if zoned.n >= 4 else True,
+                      leave=False):
+            A = np.stack([e.avail[w, :T] for e in zoned.zones])
+            SP = np.stack([e.spot_price[w, :T] for e in zoned.zones])
+            OD = np.stack([e.od_price[w, :T] for e in zoned.zones])
             plans.append(solve_zones(dp, A, SP, OD))
-        self.plan_o_ = np.stack([p.o for p in plans])
-        self.plan_s_ = np.stack([p.s for p in plans])
-        self.plan_zone_ = np.stack([p.zone for p in plans])
+
+        def padded(x, fill):
+            return np.concatenate([x, np.full(H - T, fill, dtype=x.dtype)])
+
+        self.plan_o_ = np.stack([padded(p.o, 0) for p in plans])
+        self.plan_s_ = np.stack([padded(p.s, 0) for p in plans])
+        self.plan_zone_ = np.stack([padded(p.zone, -1) for p in plans])
         self.results_ = [OptimumResult(p.o, p.s, -p.objective, "optimal", "dp", p.seconds, -p.objective, 0.0)
                          for p in plans]
 

@@ -29,12 +29,13 @@ TOL = 1e-9
 
 @dataclass(frozen=True)
 class ZonePlan:
-    """One window's plan: the zone, on-demand and spot GPUs of every slot (-1 zone: idle), and its objective
-    (cost less value, plus the miss penalty where unfinished) as the DP counts it."""
+    """One window's plan: the zone, on-demand and spot GPUs of every slot (-1 zone: idle), the slots where a run
+    (re)starts, and its objective (cost less value, plus the miss penalty where unfinished) as the DP counts it."""
 
     zone: np.ndarray
     o: np.ndarray
     s: np.ndarray
+    restart: np.ndarray
     objective: float
     done: bool
     seconds: float
@@ -44,7 +45,7 @@ class ZonesDP:
     """The DP of the module doc for one job and one set of rules; `solve_window` solves one window."""
 
     def __init__(self, job: Job, horizon: int, slot_hours: float, settings: SimSettings, regions, n_zones: int,
-                 must_finish: bool = True, max_cells: int = 400_000_000):
+                 must_finish: bool = True, max_cells: int = 400_000_000, bill_last: bool | None = None):
         if job.n_min != job.n_max:
             raise SolverError("the optimum across zones needs a fixed GPU count (N_min = N_max); an elastic job "
                               "across zones has no exact solver yet")
@@ -53,6 +54,7 @@ class ZonesDP:
                               "transfer_time off")
         self.job, self.T, self.dt = job, int(horizon), float(slot_hours)
         self.settings, self.Z, self.must_finish = settings, int(n_zones), bool(must_finish)
+        self.bill_last = settings.bill_completing_slot or self.Z == 1 if bill_last is None else bool(bill_last)
         self.n = int(job.n_max)
         self.rate = float(job.throughput(self.n))
         d = float(job.overhead_h)
@@ -77,6 +79,7 @@ class ZonesDP:
         self.lost_launch = min(d, self.dt)
         gb = float(job.checkpoint_gb)
         regs = list(regions)
+        self.regions = tuple(regs)
         self.E = np.array([[settings.egress.usd_per_gb(a, b) * gb if settings.moves == "relaunch" else 0.0
                             for b in regs] for a in regs])
         # modes: 0 never started; 1..Z idle, last ran in zone z; then (zone z, k spot of n) running
@@ -97,14 +100,45 @@ class ZonesDP:
     def solve_window(self, avail: np.ndarray, spot_price: np.ndarray, od_price: np.ndarray,
                      final_zone: int | None = None) -> ZonePlan:
         """The optimum of one window (arrays (Z, T)); with `final_zone`, prices are that zone's first-slot ones and
-        the job must end there (the leaderboard's pricing: `solve` tries every zone)."""
-        started = time.perf_counter()
-        job, Z, n, P, K, T, dt = self.job, self.Z, self.n, self.P, self.K, self.T, self.dt
+        the job must end there (the leaderboard's pricing: `solve_zones` tries every zone)."""
+        T = self.T
         A = np.asarray(avail)[:, :T].astype(np.int64)
         SP, OD = np.asarray(spot_price, dtype=float)[:, :T], np.asarray(od_price, dtype=float)[:, :T]
+        finish_ok = None
         if final_zone is not None:
             SP = np.broadcast_to(SP[final_zone, 0], SP.shape)
             OD = np.broadcast_to(OD[final_zone, 0], OD.shape)
+            finish_ok = np.zeros((self.Z, self.n + 1, T), dtype=bool)
+            finish_ok[final_zone] = True
+        return self._solve(A, SP, OD, None, finish_ok)
+
+    def solve_free_moves(self, avail: np.ndarray, spot_price: np.ndarray, od_price: np.ndarray,
+                         final_zone: int) -> ZonePlan:
+        """The optimum of one window where moves are free and every slot is priced at the final zone's first slot
+        (the leaderboard's rules). Prices are then the same wherever the job is, so the zones fold into one: k spot
+        GPUs can be had where some zone has k, and a run of k goes on from one slot to the next without a restart
+        where some zone has k in both (the job waits in that zone, then moves for free). The plan is then given
+        real zones slot by slot."""
+        T, n = self.T, self.n
+        A = np.asarray(avail)[:, :T].astype(np.int64)
+        kk = np.arange(n + 1)[None, :, None]
+        has = A[:, None, :] >= kk  # (Z, n+1, T)
+        cont = np.zeros((1, n + 1, T), dtype=bool)
+        cont[0, :, 1:] = (has[:, :, :-1] & has[:, :, 1:]).any(axis=0)
+        finish_ok = has[final_zone][None]
+        one = ZonesDP(self.job, T, self.dt, self.settings, self.regions[:1], 1, self.must_finish, self.max_cells,
+                      bill_last=self.bill_last)
+        sp = np.full((1, T), float(np.asarray(spot_price)[final_zone, 0]))
+        od = np.full((1, T), float(np.asarray(od_price)[final_zone, 0]))
+        plan = one._solve(A.max(axis=0)[None], sp, od, cont, finish_ok)
+        return _place(plan, has, final_zone)
+
+    def _solve(self, A: np.ndarray, SP: np.ndarray, OD: np.ndarray, cont: np.ndarray | None,
+               finish_ok: np.ndarray | None) -> ZonePlan:
+        """The DP proper. `cont` (Z, n+1, T), where given, says where a run of k spot GPUs may go on into slot t
+        without a restart (default: wherever the zone has k); `finish_ok` where the job may complete."""
+        started = time.perf_counter()
+        job, Z, n, P, K, T, dt = self.job, self.Z, self.n, self.P, self.K, self.T, self.dt
         max_prog = int(max(self.prog.max(), self.prog_launch))
         if T * self.M * P * (K + 1) > self.max_cells * 8:
             raise SolverError(f"the optimum across zones would keep {T * self.M * P * (K + 1):,} states; "
@@ -122,12 +156,17 @@ class ZonesDP:
         E_src = np.zeros((self.M, Z))
         has = src_zone >= 0
         E_src[has] = self.E[src_zone[has]]
-        pointers: list[np.ndarray] = []
+        pointers: list[tuple[int, np.ndarray]] = []
         best = (INF, None)  # objective, (t, mode, pending, w, kind, code)
-        bill_last = self.settings.bill_completing_slot or Z == 1
+        bill_last = self.bill_last
         full = self.settings.billing == "full"
-        w_idx = np.arange(K)
+        a = 0  # levels [a, b) are the only ones that may hold a value at a slot's start
         for t in range(T):
+            b = min(K, t * max_prog + 1)
+            if b <= a:  # no level left that can still finish in time
+                break
+            w_idx = np.arange(a, b)
+            Vb = V[:, :, a:b]
             valid = kk[None, :] <= A[:, t][:, None]  # (Z, n+1): k spot GPUs can be had in zone z
             price = (n - kk)[None, :] * OD[:, t][:, None] + kk[None, :] * SP[:, t][:, None]  # per hour (Z, n+1)
             Vn = np.full_like(V, INF)
@@ -139,13 +178,13 @@ class ZonesDP:
             # idle in zone z: from idle there or stopping a run there (no cost, no work; the pending is moot)
             for z in range(Z):
                 srcs = np.concatenate([[1 + z], run_modes[z]])
-                block = V[srcs].reshape(-1, K)  # (sources x P, K)
+                block = Vb[srcs].reshape(-1, b - a)  # (sources x P, levels)
                 arg = np.argmin(block, axis=0)
-                Vn[1 + z, 0] = block[arg, w_idx]
-                code[1 + z, 0] = (srcs[arg // P] * P + arg % P) * 2 + 1
+                Vn[1 + z, 0, a:b] = block[arg, w_idx - a]
+                code[1 + z, 0, a:b] = (srcs[arg // P] * P + arg % P) * 2 + 1
             # launches: from the best source over pending values, plus the egress to the zone
-            Vmin = V.min(axis=1)  # (M, K)
-            pmin = V.argmin(axis=1)
+            Vmin = Vb.min(axis=1)  # (M, levels)
+            pmin = Vb.argmin(axis=1)
             with np.errstate(invalid="ignore"):
                 L = Vmin[:, None, :] + E_src[:, :, None]  # (M, Z, K)
             Lsrc = np.argmin(L, axis=0)  # (Z, K)
@@ -156,15 +195,17 @@ class ZonesDP:
                         continue
                     m = run_modes[z, k]
                     cost = price[z, k] * dt
-                    ends_here = final_zone is None or z == final_zone
+                    ends_here = finish_ok is None or finish_ok[z, k, t]
                     # stay (and, with free moves, arrive from the same allocation in another zone that still has it)
-                    if self.settings.moves == "free":
+                    if cont is not None and not cont[z, k, t]:
+                        froms = []
+                    elif self.settings.moves == "free" and Z > 1:
                         froms = [run_modes[zs, k] for zs in range(Z) if valid[zs, k]]
                     else:
                         froms = [m]
                     for ms in froms:
                         for p in range(P):
-                            src = V[ms, p]
+                            src = Vb[ms, p]
                             if not np.isfinite(src).any():
                                 continue
                             step = self.prog[p]
@@ -180,8 +221,13 @@ class ZonesDP:
                             if fin.any() and ends_here:
                                 best = self._finish(best, t, src, fin, w_idx, self.lost[p], price[z, k], full,
                                                     bill_last, 0.0, (t, m, ms, p, 1))
-                    # launch
-                    src = Lval[z]
+                    # launch (a restart in place where the run could go on is no restart in the engine)
+                    src, src_mode = Lval[z], Lsrc[z]
+                    if froms and m in froms:
+                        Lm = L[:, z, :].copy()
+                        Lm[m] = INF
+                        src_mode = np.argmin(Lm, axis=0)
+                        src = Lm[src_mode, w_idx - a]
                     dest = w_idx + self.prog_launch
                     fin = dest >= K
                     if (~fin).any():
@@ -189,13 +235,13 @@ class ZonesDP:
                         tgt = dest[~fin]
                         pn = self.next_launch
                         better = cand < Vn[m, pn, tgt]
-                        ms = Lsrc[z][~fin][better]
-                        ps = pmin[ms, w_idx[~fin][better]]
+                        ms = src_mode[~fin][better]
+                        ps = pmin[ms, w_idx[~fin][better] - a]
                         Vn[m, pn, tgt[better]] = cand[better]
                         code[m, pn, tgt[better]] = (ms * P + ps) * 2
                     if fin.any() and ends_here:
                         best = self._finish(best, t, src, fin, w_idx, self.lost_launch, price[z, k], full, bill_last,
-                                            0.0, (t, m, -1, -1, 0), launch_src=(Lsrc[z], pmin))
+                                            0.0, (t, m, -1, -1, 0), launch_src=(src_mode, pmin, a))
             lo = 0
             if self.must_finish:  # a level too low to finish in the slots left is dropped
                 lo = min(max(K - (T - t - 1) * max_prog, 0), K)
@@ -203,6 +249,7 @@ class ZonesDP:
             hi = min(K, (t + 1) * max_prog + 1)  # nothing above can be reached yet
             pointers.append((lo, code[:, :, lo:hi].astype(self.code_dtype)))
             V = Vn
+            a = lo
         unfinished = (INF, None)
         if not self.must_finish:
             flat = int(np.argmin(V))
@@ -228,9 +275,9 @@ class ZonesDP:
         if obj[i] < best[0]:
             w = int(w_idx[fin][i])
             if launch_src is not None:
-                Lsrc, pmin = launch_src
-                ms = int(Lsrc[w])
-                return float(obj[i]), (t, where[1], ms, int(pmin[ms, w]), 0, w)
+                Lsrc, pmin, a = launch_src
+                ms = int(Lsrc[w - a])
+                return float(obj[i]), (t, where[1], ms, int(pmin[ms, w - a]), 0, w)
             return float(obj[i]), (t, where[1], where[2], where[3], 1, w)
         return best
 
@@ -240,11 +287,12 @@ class ZonesDP:
         zone = np.full(T, -1, dtype=np.int64)
         o = np.zeros(T, dtype=np.int64)
         s = np.zeros(T, dtype=np.int64)
+        restart = np.zeros(T, dtype=bool)
         if finish is not None:
             t, m, ms, ps, kind, w = finish
             self._set(t, m, zone, o, s)
-            step = self.prog[ps] if kind == 1 else self.prog_launch
-            m, p, w, t = ms, ps, w, t - 1
+            restart[t] = kind == 0
+            m, p, t = ms, ps, t - 1
         else:
             t, m, p, w = end_state
         while t >= 0 and m >= 0:
@@ -255,10 +303,10 @@ class ZonesDP:
                 raise SolverError("the optimum across zones lost its way reading the plan back (a bug)")
             kind, ms, ps = c % 2, (c // 2) // P, (c // 2) % P
             if m > Z:  # a run: the work it did this slot
-                step = self.prog[ps] if kind == 1 else self.prog_launch
-                w -= step
+                restart[t] = kind == 0
+                w -= self.prog[ps] if kind == 1 else self.prog_launch
             m, p, t = ms, ps, t - 1
-        return ZonePlan(zone, o, s, float(objective), bool(done), time.perf_counter() - started)
+        return ZonePlan(zone, o, s, restart, float(objective), bool(done), time.perf_counter() - started)
 
     def _set(self, t: int, m: int, zone, o, s) -> None:
         if m <= self.Z:  # never started, or idle
@@ -268,14 +316,39 @@ class ZonesDP:
         zone[t], s[t], o[t] = z, k, self.n - k
 
 
+def _place(plan: ZonePlan, has: np.ndarray, final_zone: int) -> ZonePlan:
+    """Real zones for a plan made on the folded zones of `solve_free_moves`: a slot of k spot GPUs goes to a zone
+    that has k then, and also in the next slot where the run goes on there without a restart (the zone the job
+    was in, where it still does); on demand, and the completing slot, in the final zone."""
+    T = len(plan.o)
+    zone = np.full(T, -1, dtype=np.int64)
+    running = np.flatnonzero(plan.zone >= 0)
+    last = int(running[-1]) if plan.done and running.size else -1
+    here = final_zone
+    for t in running:
+        k = int(plan.s[t])
+        if t == last or k == 0:
+            here = final_zone
+        else:
+            ok = has[:, k, t].copy()
+            if t + 1 < T and plan.zone[t + 1] >= 0 and plan.s[t + 1] == k and not plan.restart[t + 1]:
+                ok &= has[:, k, t + 1]
+            if not ok[here]:
+                here = int(np.argmax(ok))
+        zone[t] = here
+    return ZonePlan(zone, plan.o, plan.s, plan.restart, plan.objective, plan.done, plan.seconds)
+
+
 def solve_zones(dp: ZonesDP, avail: np.ndarray, spot_price: np.ndarray, od_price: np.ndarray) -> ZonePlan:
     """One window's optimum under `dp`'s rules; with final-zone pricing, the best over the zone it ends in."""
     if dp.settings.pricing != "final_zone_first_slot":
         return dp.solve_window(avail, spot_price, od_price)
+    free = dp.settings.moves == "free"
     plans = []
     for f in range(dp.Z):
         try:
-            plans.append(dp.solve_window(avail, spot_price, od_price, final_zone=f))
+            plans.append(dp.solve_free_moves(avail, spot_price, od_price, f) if free else
+                         dp.solve_window(avail, spot_price, od_price, final_zone=f))
         except SolverError:
             continue
     if not plans:
