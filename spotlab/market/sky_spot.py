@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import TraceError
-from .market import Observations
+from .market import MAX_PRICE, Observations
 from .text_file import read_trace_text
 
 if TYPE_CHECKING:
@@ -78,9 +78,20 @@ def load_sky_spot_observations(
         badp = np.flatnonzero(~np.isfinite(spot) | (spot < 0))
         if badp.size:
             raise TraceError(f"{path}: prices[{badp[0]}] = {prices[badp[0]]!r} is not a valid price (NaN or negative)")
+        badp = np.flatnonzero(spot > MAX_PRICE)
+        if badp.size:
+            raise TraceError(f"{path}: prices[{badp[0]}] = {prices[badp[0]]!r} is above {MAX_PRICE:g} USD per "
+                             "GPU-hour")
     info = meta.get("price_info") if isinstance(meta, dict) else None
-    if isinstance(info, dict) and isinstance(info.get("on_demand_price"), (int, float)):
-        od[:] = float(info["on_demand_price"]) / per_instance
+    if isinstance(info, dict) and info.get("on_demand_price") is not None:
+        given = info["on_demand_price"]
+        if isinstance(given, bool) or not isinstance(given, (int, float)) or not np.isfinite(given) or given < 0:
+            raise TraceError(f"{path}: metadata.price_info.on_demand_price = {given!r} is not a price (a finite "
+                             "number >= 0)")
+        if given / per_instance > MAX_PRICE:
+            raise TraceError(f"{path}: metadata.price_info.on_demand_price = {given!r} is above {MAX_PRICE:g} USD "
+                             "per GPU-hour")
+        od[:] = float(given) / per_instance
     origin = None
     start = meta.get("start_time") if isinstance(meta, dict) else None
     if isinstance(start, str):

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import TraceError
-from .market import Market, Observations
+from .market import MAX_PRICE, Market, Observations
 from .text_file import read_trace_text
 
 if TYPE_CHECKING:
@@ -83,6 +83,8 @@ def read_tidy_csv(path: str | Path) -> pd.DataFrame:
             fail(bad_text.to_numpy(), f"{col} is not a number (NaN, inf or text)")
         if (vals < 0).any():
             fail((vals < 0).fillna(False).to_numpy(), f"negative {col}")
+        if (vals > MAX_PRICE).any():
+            fail((vals > MAX_PRICE).fillna(False).to_numpy(), f"{col} above {MAX_PRICE:g} USD per GPU-hour")
         out[col] = vals.astype(float)
     for extra in ("cloud", "gpu"):
         out[extra] = df[extra] if extra in df.columns else ""
