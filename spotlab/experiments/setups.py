@@ -26,6 +26,7 @@ from ..jobs.job import Job, Throughput
 from ..market.episodes import Episodes
 from ..market.market import Market
 from ..policies.semantics import Semantics
+from ..processes import at_most_cores
 from ..simulation.engine import simulate
 
 
@@ -98,7 +99,7 @@ def run_methods(methods: Mapping[str, tuple[str, dict[str, Any]]], episodes: Epi
         from tqdm.auto import tqdm
 
         items = tqdm(items, desc="methods", leave=False)
-    frames = Parallel(n_jobs=n_jobs)(delayed(one)(label, n, dict(p)) for label, (n, p) in items)
+    frames = Parallel(n_jobs=at_most_cores(n_jobs))(delayed(one)(label, n, dict(p)) for label, (n, p) in items)
     return pd.concat(frames, ignore_index=True)
 
 
