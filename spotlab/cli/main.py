@@ -29,9 +29,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     from ..processes import quiet_exit_stderr, stop_children, stop_on_sigterm
+    from ..progress import set_default
 
     args = build_parser().parse_args(argv)
     stop_on_sigterm()
+    set_default(getattr(args, "progress", None))  # every bar below the command follows its --progress
     try:
         return args.run(args)
     except SpotlabError as exc:

@@ -139,9 +139,9 @@ def run_methods(methods: Mapping[str, tuple[str, dict[str, Any]]], episodes: Epi
 
     items = list(methods.items())
     if progress:
-        from tqdm.auto import tqdm
+        from ..progress import tqdm_bar
 
-        items = tqdm(items, desc="methods", leave=False)
+        items = tqdm_bar(items, desc="methods", leave=False, enabled=True)
     frames = Parallel(n_jobs=at_most_cores(n_jobs))(delayed(one)(label, n, dict(p)) for label, (n, p) in items)
     return pd.concat(frames, ignore_index=True)
 

@@ -104,6 +104,8 @@ class TrainResult:
 def load_settings(model_dir: str | Path) -> tuple[TrainSettings, dict[str, Any]]:
     """The settings a saved agent was trained with, and the whole record of ``model.json``."""
     folder = Path(model_dir)
+    if folder.exists() and not folder.is_dir():
+        raise RLError(f"{model_dir} is a file; expected a model folder written by `spotlab rl train --out DIR`")
     if not folder.is_dir():
         raise RLError(f"model folder {model_dir} does not exist (train one with `spotlab rl train --out DIR`)")
     path = folder / SETTINGS_FILE

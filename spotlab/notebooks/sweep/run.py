@@ -94,7 +94,7 @@ def run_sweep(notebook: str | Path, grid: Grid | Mapping | str | Path, out_dir: 
     `out_dir/sweep.csv` (a `.parquet` name writes Parquet); `retries` is Dask's per-task retry count for
     errors outside the notebook (a failing notebook is a `failed` point, not a task error).
     """
-    from tqdm.auto import tqdm
+    from ...progress import tqdm_bar
 
     if isinstance(grid, Grid):
         pass
@@ -151,8 +151,7 @@ def run_sweep(notebook: str | Path, grid: Grid | Mapping | str | Path, out_dir: 
 
     todo_params = dict(todo)
     args = (str(ipynb), out, str(ROOT), retry_failed)
-    disable = (None if progress is None else not progress) if todo else True
-    with tqdm(total=len(todo), desc="sweep", unit="pt", disable=disable,
+    with tqdm_bar(total=len(todo), desc="sweep", unit="pt", enabled=progress if todo else False,
               bar_format="{l_bar}{bar}| {n:.1f}/{total} points [{elapsed}<{remaining}{postfix}]") as tq:
         bar = CellProgress(tq, out, Path(ipynb).stem, [k for k, _ in todo])
         try:
