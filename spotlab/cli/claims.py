@@ -4,10 +4,10 @@ report OUT/README.md (`spotlab.notebooks.claims`), without running any notebook.
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 from ..errors import OutputError
+from ..input_paths import input_folder
 
 
 def register(commands: Any) -> None:
@@ -23,7 +23,6 @@ def register(commands: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..notebooks.claims import write_report
 
-    if not Path(args.out).is_dir():
-        raise OutputError(f"{args.out}: no such folder (run `spotlab reproduce` first, or give its --out)")
+    input_folder(args.out, "the output folder of `spotlab reproduce` (run it first, or give its --out)", OutputError)
     print(write_report(args.out, args.quick))
     return 0

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import SpotlabError, TraceError
+from ..input_paths import input_file
 
 __all__ = ["SHOWN_ROWS", "numeric_column", "raise_bad_rows", "read_trace_csv"]
 
@@ -25,12 +26,9 @@ SHOWN_ROWS = 3  # offending rows named in an error
 
 def read_trace_csv(path: Path) -> pd.DataFrame:
     """Every cell as a string (so errors can quote the line); gzip recognised by its magic bytes."""
+    input_file(path, "a job trace file (CSV)", TraceError)
     try:
         raw = path.read_bytes()
-    except FileNotFoundError:
-        raise TraceError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise TraceError(f"{path}: is a directory, expected a job trace file") from None
     except OSError as exc:
         raise TraceError(f"{path}: cannot be read ({exc.strerror or exc})") from None
     if raw[:2] == b"\x1f\x8b":

@@ -25,6 +25,7 @@ from .marketplace import (
 )
 from .named import MARKET_SPECS
 from .sky_spot import is_json_trace, load_sky_spot_observations
+from .text_file import TRACE_FILE
 from .tidy_csv import load_tidy_observations, read_tidy_csv
 
 FORMATS = ("tidy", "sky_spot", "marketplace")
@@ -105,7 +106,7 @@ def load_market(source: str | Path, *, zone: str | None = None, slot_hours: floa
             raise TraceError(f"{source}: the zone is given twice ({zone_in_key!r} in the path, {zone!r} as zone)")
         if not Path(path).exists():
             if Path(path).suffix or "/" in path or "\\" in path:
-                raise TraceError(f"{path}: no such file")
+                raise TraceError(f"{path}: no such file; expected {TRACE_FILE}")
             raise TraceError(f"unknown market {key!r}: neither a named market ({', '.join(MARKET_SPECS)}) "
                              "nor a trace file (tidy CSV, sky_spot JSON or marketplace JSONL; 'PATH#ZONE' for "
                              "one zone of a file with several)")

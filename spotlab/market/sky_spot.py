@@ -11,7 +11,8 @@ import numpy as np
 
 from ..errors import TraceError
 from .market import MAX_PRICE, Observations
-from .text_file import read_trace_text
+from ..input_paths import input_file
+from .text_file import TRACE_FILE, read_trace_text
 
 if TYPE_CHECKING:
     pass
@@ -126,7 +127,7 @@ def _gpus_per_instance(meta: dict) -> float:
 def is_json_trace(path: str | Path) -> bool:
     """sky_spot JSON traces start with '{'; tidy traces are CSV (possibly gzip'd). A marketplace JSONL file
     starts with '{' too: `load.trace_format` tells it apart first."""
-    path = Path(path)
+    path = input_file(path, TRACE_FILE, TraceError)
     head = b""
     try:
         with open(path, "rb") as fh:
@@ -134,10 +135,6 @@ def is_json_trace(path: str | Path) -> bool:
         opener = gzip.open if head == b"\x1f\x8b" else open
         with opener(path, "rb") as fh:
             return fh.read(256).lstrip()[:1] in (b"{", b"[")
-    except FileNotFoundError:
-        raise TraceError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise TraceError(f"{path}: is a directory, expected a trace file") from None
     except (OSError, EOFError) as exc:
         what = "corrupt gzip file" if head == b"\x1f\x8b" else "cannot be read"
         raise TraceError(f"{path}: {what} ({exc})") from None

@@ -4,22 +4,21 @@ from __future__ import annotations
 
 import gzip
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ..errors import TraceError
+from ..input_paths import input_file
 
-if TYPE_CHECKING:
-    pass
+TRACE_FILE = "a trace file (tidy CSV, sky_spot JSON or marketplace JSONL)"
 
 
-def read_trace_text(path: Path) -> str:
-    """A trace file's text, gzip or not, with one clear error for what cannot be read (shared with `traces`)."""
+def read_trace_text(path: Path, what: str = TRACE_FILE) -> str:
+    """The text of a file of `what` (a trace, a windows file), gzip or not, with one clear error for what cannot
+    be read."""
+    input_file(path, what, TraceError)
     try:
         raw = path.read_bytes()
-    except FileNotFoundError:
-        raise TraceError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise TraceError(f"{path}: is a directory, expected a trace file") from None
+    except OSError as exc:
+        raise TraceError(f"{path}: cannot be read ({exc.strerror or exc})") from None
     if raw[:2] == b"\x1f\x8b":
         try:
             raw = gzip.decompress(raw)

@@ -36,7 +36,7 @@ def read_windows(path: str | Path, n_ticks: int | None = None) -> Windows:
     """Read and validate a windows CSV with the standard library and numpy: the simulator's command line reads
     30,000 windows this way without paying for pandas' import."""
     path = Path(path)
-    text = read_trace_text(path)
+    text = read_trace_text(path, "a windows file (CSV: window, start_tick, end_tick)")
     if not text.strip():
         raise TraceError(f"{path}: empty file")
     reader = csv.reader(StringIO(text))

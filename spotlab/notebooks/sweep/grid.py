@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import SweepError
+from ...input_paths import input_file
 
 RESERVED = ("out_dir",)  # set by the sweep for each point
 
@@ -131,9 +132,7 @@ def grid_from_mapping(data: Any, source: str = "the grid") -> Grid:
 
 def load_grid(path: str | Path) -> Grid:
     """Read and check a grid YAML file (format in the module docstring)."""
-    path = Path(path)
-    if not path.is_file():
-        raise SweepError(f"grid file {path} not found")
+    path = input_file(path, "a grid file (YAML: parameter -> list of values)", SweepError)
     try:
         yaml, Loader = _yaml_loader()
     except ImportError:

@@ -37,11 +37,12 @@ from pathlib import Path
 import pandas as pd
 
 from ...errors import SweepError
+from ...input_paths import input_file
 from ..execute import ROOT, error_line
 from .dask_backend import run_dask
 from .grid import Grid, check_against_notebook, grid_from_mapping, load_grid, point_hash
 from .local import run_local
-from .point import prepare_notebook
+from .point import NOTEBOOK, prepare_notebook
 from .progress import CellProgress
 from .record import RECORD_FILE, read_record, utc_now, write_json_atomic
 from .table import check_table_path, collect_table, write_table
@@ -111,9 +112,7 @@ def run_sweep(notebook: str | Path, grid: Grid | Mapping | str | Path, out_dir: 
     out = Path(out_dir).resolve()
     table_path = Path(table) if table is not None else out / "sweep.csv"
     check_table_path(table_path)
-    src = Path(notebook)
-    if not src.is_file():  # before creating out_dir
-        raise SweepError(f"notebook {src} not found")
+    src = input_file(notebook, NOTEBOOK, SweepError)  # before creating out_dir
     ipynb, nb_params = prepare_notebook(src, out)
     check_against_notebook(grid, nb_params, src)
 
