@@ -10,12 +10,13 @@ means the same whichever command passes it.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from ..errors import OutputError, SpotlabError
 
@@ -132,7 +133,7 @@ def output_folder(path: str | Path | None, flag: str) -> None:
         raise OutputError(f"{flag} {path} is a file; give a folder")
     try:
         p.mkdir(parents=True, exist_ok=True)
-    except FileExistsError:
+    except (FileExistsError, NotADirectoryError):
         raise OutputError(f"{flag} {path}: a part of the path is a file, not a folder") from None
     except OSError as exc:
         raise OutputError(f"{flag} {path}: cannot create the folder ({exc.strerror or exc})") from None
@@ -148,6 +149,16 @@ def _probe(folder: Path, flag: str, path: str | Path) -> None:
             os.fsync(fh.fileno())
     except OSError as exc:
         raise OutputError(f"{flag} {path}: cannot write in {folder} ({exc.strerror or exc})") from None
+
+
+@contextlib.contextmanager
+def writing(path: str | Path, flag: str) -> Iterator[None]:
+    """Write an output checked before the work: a disk that filled up or went read-only since is one line
+    naming the option and the file, not an internal error."""
+    try:
+        yield
+    except OSError as exc:
+        raise OutputError(f"{flag} {path}: cannot write ({exc.strerror or exc})") from None
 
 
 def jsonable(v: Any) -> Any:

@@ -10,7 +10,18 @@ from pathlib import Path
 from typing import Any
 
 from ..cluster.registry import SCHEDULERS
-from .args import finite, key_value, key_values, names, output_file, output_folder, progress_option, seed, whole
+from .args import (
+    finite,
+    key_value,
+    key_values,
+    names,
+    output_file,
+    output_folder,
+    progress_option,
+    seed,
+    whole,
+    writing,
+)
 
 
 def _config_error(message: str) -> Exception:
@@ -146,9 +157,10 @@ def run_configs(args: argparse.Namespace) -> int:
                                      "objective": rec.objective}
     if args.out:
         out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        curve.to_csv(out / "learning_curve.csv", index=False)
-        (out / "summary.json").write_text(json.dumps(summary, indent=2, default=float))
+        with writing(out, "--out"):
+            out.mkdir(parents=True, exist_ok=True)
+            curve.to_csv(out / "learning_curve.csv", index=False)
+            (out / "summary.json").write_text(json.dumps(summary, indent=2, default=float))
     if args.json:
         print(json.dumps({**summary, "learning_curve": mean.to_dict(orient="records")}, default=float))
         return 0

@@ -10,7 +10,7 @@ import time
 from typing import Any
 
 from ..errors import SpotlabError
-from .args import finite, jsonable, key_value, key_values, output_file, positive_int, progress_option
+from .args import finite, jsonable, key_value, key_values, output_file, positive_int, progress_option, writing
 
 MAX_PRICE = 1e9  # USD per GPU-hour, as `spotlab.market.market.MAX_PRICE` (not imported: it loads numpy)
 
@@ -213,9 +213,11 @@ def run(args: argparse.Namespace) -> int:
                 "throughput_beta": args.throughput_beta, "value": job.value, "miss_penalty": job.miss_penalty},
     })
     if args.per_run:
-        result.summary().to_csv(args.per_run, index=False)
+        with writing(args.per_run, "--per-run"):
+            result.summary().to_csv(args.per_run, index=False)
     if args.records:
-        result.records().to_csv(args.records, index=False)
+        with writing(args.records, "--records"):
+            result.records().to_csv(args.records, index=False)
     timings.update(load_s=round(loaded_s - started, 3), simulate_s=round(simulated_s - loaded_s, 3),
                    total_s=round(time.perf_counter() - started, 3))
     if not args.no_timings:
