@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
 
 TIDY_COLUMNS = ("time", "zone", "requested", "available", "spot_price", "on_demand_price")
+MAX_COUNT = 10**9  # GPUs requested or available: more is a typo (and would not fit a 64-bit count after sums)
 
 
 def _read_csv_strings(path: Path) -> pd.DataFrame:
@@ -68,6 +69,8 @@ def read_tidy_csv(path: str | Path) -> pd.DataFrame:
         bad = vals.isna() | (vals != np.round(vals))
         if bad.any():
             fail(bad.to_numpy(), f"{col} is not a whole number")
+        if (vals.abs() > MAX_COUNT).any():
+            fail((vals.abs() > MAX_COUNT).to_numpy(), f"{col} is above {MAX_COUNT:.0e} GPUs")
         out[col] = vals.astype(np.int64)
     if (out["requested"] < 1).any():
         fail((out["requested"] < 1).to_numpy(), "requested must be >= 1")

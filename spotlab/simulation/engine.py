@@ -62,7 +62,7 @@ def simulate(
         i = int(np.argmin(ep.length))
         raise TraceError(
             f"{ep.names[i]}: the trace has {ep.length[i]} slots ({ep.length[i] * dt:g} h) but the job's hard "
-            f"deadline needs {H} slots ({job.hard_deadline_h:g} h); use a longer trace or an earlier deadline"
+            f"deadline needs {H:g} slots ({job.hard_deadline_h:g} h); use a longer trace or an earlier deadline"
         )
     W = ep.n
     ctx = Context(job=job, episodes=ep, settings=settings, horizon=H, seed=seed)
