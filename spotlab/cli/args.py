@@ -59,8 +59,8 @@ def finite(kind: str, positive: bool = False, nonneg: bool = False, maximum: flo
     return parse
 
 
-def whole(kind: str, minimum: int | None = None) -> Callable[[str], int]:
-    """A whole number, at least `minimum`."""
+def whole(kind: str, minimum: int | None = None, maximum: int | None = None) -> Callable[[str], int]:
+    """A whole number, at least `minimum` and at most `maximum`."""
     def parse(text: str) -> int:
         try:
             v = int(text)
@@ -68,6 +68,8 @@ def whole(kind: str, minimum: int | None = None) -> Callable[[str], int]:
             raise argparse.ArgumentTypeError(f"{kind}: {text!r} is not a whole number") from None
         if minimum is not None and v < minimum:
             raise argparse.ArgumentTypeError(f"{kind} must be >= {minimum}, got {v}")
+        if maximum is not None and v > maximum:
+            raise argparse.ArgumentTypeError(f"{kind} must be at most {maximum}, got {v}")
         return v
 
     return parse

@@ -21,8 +21,19 @@ def register(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..notebooks.claims import write_report
+    from ..notebooks.claims import NOT_RUN, evaluate, write_report
 
-    input_folder(args.out, "the output folder of `spotlab reproduce` (run it first, or give its --out)", OutputError)
+    folder = input_folder(args.out, "the output folder of `spotlab reproduce` (run it first, or give its --out)",
+                          OutputError)
+    readme = folder / "README.md"
+    if readme.is_file() and not readme.read_text(errors="replace").startswith(REPORT_TITLE):
+        raise OutputError(f"{readme} is not a claims report; it is left as it is (give the --out folder of "
+                          "`spotlab reproduce`)")
+    if all(c.verdict == NOT_RUN for c in evaluate(folder)):
+        raise OutputError(f"{args.out} holds none of the notebooks' outputs; give the --out folder of "
+                          "`spotlab reproduce` (run it first)")
     print(write_report(args.out, args.quick))
     return 0
+
+
+REPORT_TITLE = "# Claims of "  # how the report `write_report` writes begins

@@ -24,6 +24,9 @@ from .args import (
 )
 
 
+MAX_RUNS = 1_000_000  # runs to generate: 200x the default, minutes of fitting; more would only fill the memory
+
+
 def _config_error(message: str) -> Exception:
     """A `ConfigError` (imported here: `space` loads pandas, which `spotlab --help` does not need)."""
     from ..errors import ConfigError
@@ -63,7 +66,7 @@ def register(commands: Any) -> None:
                                    "configuration for a partial one.")
     c.add_argument("--runs", help="CSV/Parquet of runs (columns model_name, method, gpu_model, number_gpus, "
                                   "batch_size, tokens_per_sample, is_valid, dataset_tokens_per_second)")
-    c.add_argument("--n-runs", type=whole("--n-runs", 20),
+    c.add_argument("--n-runs", type=whole("--n-runs", 20, MAX_RUNS),
                    help="runs to generate when --runs is not given (5000; at least 20)")
     c.add_argument("--seed", type=seed, default=0, help="seed of the generated runs, the split and the models (0)")
     c.add_argument("--sizes", type=_ints, default=[100, 300, 600, 1000, 2000],
@@ -99,7 +102,7 @@ def register(commands: Any) -> None:
                         "--scheduler-param sia.window=32")
     k.add_argument("--sources", type=names, default=["user", "profiling", "predicted", "oracle"],
                    help="user, profiling, predicted, oracle")
-    k.add_argument("--train-runs", type=whole("--train-runs", 20),
+    k.add_argument("--train-runs", type=whole("--train-runs", 20, MAX_RUNS),
                    help="runs generated for the predicted source to learn from (5000)")
     k.add_argument("--runs", help="train the predicted source on this runs file instead")
     k.add_argument("--seed", type=seed, default=0, help="seed of the workload, the runs and the predictors (0)")

@@ -69,7 +69,9 @@ def run(args: argparse.Namespace) -> int:
     n, s_hours = len(series.values), series.slot_hours
     need = model.min_history(s_hours)
     if args.train_hours is not None:
-        train = max(1, int(round(args.train_hours / s_hours)))
+        train = int(round(args.train_hours / s_hours))
+        if train < 1:
+            raise PredictionError(f"--train-hours {args.train_hours:g} is shorter than one slot of {s_hours:g} h")
         if train < need:
             raise PredictionError(
                 f"--train-hours {args.train_hours:g} is {train} slots of {s_hours:g} h; model {args.model!r} needs "

@@ -248,7 +248,8 @@ def trace_workload(
     if n_jobs is not None:
         if n_jobs > len(chosen):
             raise WorkloadError(f"part {part!r} of the trace holds {len(chosen)} GPU pod(s), fewer than n_jobs="
-                                f"{n_jobs}; use resampled_workload for larger workloads")
+                                f"{n_jobs}; ask for at most {len(chosen)} (CLI: --n-jobs) or use resampled_workload "
+                                "for larger workloads")
         chosen = chosen.iloc[:n_jobs]
     t = chosen["creation_time"].to_numpy(dtype=float)
     rng = np.random.default_rng(seed)

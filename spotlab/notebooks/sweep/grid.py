@@ -138,7 +138,11 @@ def load_grid(path: str | Path) -> Grid:
     except ImportError:
         raise SweepError("reading a grid needs PyYAML: pip install 'spotlab[dist]'") from None
     try:
-        data = yaml.load(path.read_text(), Loader=Loader)
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise SweepError(f"grid file {path} is not a text file (YAML: parameter -> list of values)") from None
+    try:
+        data = yaml.load(text, Loader=Loader)
     except yaml.YAMLError as exc:
         raise SweepError(f"grid file {path} is not valid YAML: {' '.join(str(exc).split())}") from None
     if data is None:
