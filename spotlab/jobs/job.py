@@ -176,9 +176,15 @@ def make_job(
     for name, v in (("work_hours", work_hours), ("deadline_hours", deadline_hours),
                     ("hard_deadline_hours", hard_deadline_hours), ("overhead_hours", overhead_hours),
                     ("alpha", alpha), ("beta", beta), ("value", value), ("miss_penalty", miss_penalty)):
-        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating))
-                              or not np.isfinite(v)):
+        required = name in ("work_hours", "deadline_hours")
+        if (v is not None or required) and (isinstance(v, bool) or not isinstance(v, (int, float, np.integer,
+                                                                                          np.floating))
+                                            or not np.isfinite(v)):
             raise JobError(f"{name} must be a finite number, got {v!r}")
+    if overhead_hours < 0:
+        raise JobError(f"overhead_hours must be >= 0, got {overhead_hours!r} (CLI: --restart-overhead-hours)")
+    if miss_penalty < 0:
+        raise JobError(f"miss_penalty must be >= 0, got {miss_penalty!r} (CLI: --miss-penalty)")
     for name, v in (("gpus", gpus), ("gpus_min", gpus_min), ("gpus_max", gpus_max)):
         if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1):
             raise JobError(f"{name} must be a whole number of GPUs >= 1, got {v!r}")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import TraceError
+from ..errors import ArgumentError, TraceError
 from .market import MAX_PRICE, Market, Observations
 from .marketplace import (
     is_marketplace_file,
@@ -96,6 +96,17 @@ def load_market(source: str | Path, *, zone: str | None = None, slot_hours: floa
     simulate says which price is missing.
     """
     _check_prices(spot_price, od_price, spot_share)
+    if slot_hours is not None and (isinstance(slot_hours, bool) or not isinstance(slot_hours, (int, float, np.number))
+                                   or not math.isfinite(slot_hours) or slot_hours <= 0):
+        raise TraceError(f"slot_hours must be a finite number of hours > 0, got {slot_hours!r}")
+    if requested is not None and (isinstance(requested, bool) or not isinstance(requested, (int, np.integer))
+                                  or requested < 1):
+        raise TraceError(f"requested must be a whole number of GPUs >= 1, got {requested!r}")
+    if not isinstance(source, (str, Path)):
+        raise ArgumentError(f"source must be a trace path or a named market ({', '.join(MARKET_SPECS)}), got "
+                            f"{type(source).__name__} {source!r}")
+    if not str(source):
+        raise TraceError("source is an empty path; give a trace file or a named market")
     key = str(source)
     if key in MARKET_SPECS and not Path(key).exists():
         market = _named_market(key, slot_hours, SYNTHETIC_HOURS if hours is None else hours, seed, zone,
