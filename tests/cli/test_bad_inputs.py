@@ -201,7 +201,7 @@ CASES = [
     (["heldout", "calm", "--out", "{d}/tidy.csv"], "--out {d}/tidy.csv is a file; give a folder"),
     (["heldout", "calm", "--out", "/dev/full/x"], "a part of the path is a file, not a folder"),
     ([*SW, "{d}/g_ok.yaml", "--out", "{d}/tidy.csv"], "--out {d}/tidy.csv is a file; give a folder"),
-    ([*SW, "{d}/g_ok.yaml", "--out", "{d}/sw", "--table", "{d}/x.xlsx"], "written as .csv or .parquet"),
+    ([*SW, "{d}/g_ok.yaml", "--out", "{d}/sw", "--table", "{d}/x.xlsx"], "written as .csv or .csv.gz or .parquet"),
     (["reproduce", "--out", "{d}/tidy.csv"], "--out {d}/tidy.csv is a file; give a folder"),
     (["reproduce", "--out", "{d}/rep", "--build", "/dev/full/b"], "a part of the path is a file"),
     (["cotune", "configs", "--out", "{d}/tidy.csv"], "--out {d}/tidy.csv is a file; give a folder"),
