@@ -15,8 +15,9 @@ import math
 import os
 import sys
 import tempfile
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 from ..errors import OutputError, SpotlabError
 

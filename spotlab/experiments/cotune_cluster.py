@@ -18,12 +18,12 @@ import numpy as np
 import pandas as pd
 
 from ..cluster.simulate import simulate
-from ..errors import ClusterError
-from ..progress import tqdm_bar
 from ..cluster.state import Cluster
 from ..cotune.jobs import FineTuneJob, sim_jobs
 from ..cotune.knowledge import Knowledge, NoisyKnowledge, PredictedKnowledge
 from ..cotune.perf import DEFAULT, PerfModel
+from ..errors import ClusterError
+from ..progress import tqdm_bar
 from .cells import Cell, Table
 from .cells import run as run_cells
 
@@ -89,7 +89,7 @@ def compare(cluster: Cluster, jobs: Sequence[FineTuneJob], sources: Mapping[str,
     from ..cluster.registry import make_scheduler
 
     scheduler_params = {p: dict(v) for p, v in (scheduler_params or {}).items()}
-    for p, params in scheduler_params.items():
+    for p in scheduler_params:
         if p not in policies:
             raise ClusterError(f"parameters for scheduler {p!r}, which is not among the policies ({', '.join(policies)})")
     for p in policies:

@@ -189,10 +189,9 @@ def run(
     `lockstep`: the windows of every env are simulated together, one simulation per (deadline, overhead,
     policy) instead of one per env (the same numbers; `benchmarks/bench_leaderboard.py` times both).
     """
-    from ..progress import tqdm_bar
-
     from ..policies.registry import policy_class
     from ..processes import worker_count
+    from ..progress import tqdm_bar
 
     params = dict(params or {})
     limit = dict(limit or {})

@@ -90,8 +90,8 @@ class Job:
             object.__setattr__(self, "hard_deadline_h", float(self.deadline_h))
         checks = [
             (np.isfinite(self.work) and self.work > 0, f"work must be > 0 (got {self.work:g})"),
-            (not self.work < MIN_WORK, f"work must be at least {MIN_WORK:g} throughput units (got {self.work:g}): "
-                                       "the simulator resolves work to 1e-9 of them"),
+            (not self.work < MIN_WORK, (f"work must be at least {MIN_WORK:g} throughput units (got {self.work:g}): "
+                                        "the simulator resolves work to 1e-9 of them")),
             (np.isfinite(self.deadline_h) and self.deadline_h > 0, f"deadline must be > 0 hours (got {self.deadline_h})"),
             (self.hard_deadline_h >= self.deadline_h,
              f"hard deadline ({self.hard_deadline_h} h) must not be before the soft deadline ({self.deadline_h} h)"),

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import TraceError
-from .market import MAX_PRICE, Observations
 from ..input_paths import input_file
+from .market import MAX_PRICE, Observations
 from .text_file import TRACE_FILE, read_trace_text
 
 if TYPE_CHECKING:

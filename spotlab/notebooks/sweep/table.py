@@ -20,7 +20,6 @@ from ...errors import SweepError
 from .grid import Grid, point_hash
 from .record import read_record
 
-
 TABLE_SUFFIXES = (".csv", ".csv.gz", ".parquet")  # what `write_table` writes, read from the name
 
 
