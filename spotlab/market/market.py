@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 MAX_PRICE = 1e9  # USD per GPU-hour: beyond this a run's cost can overflow to inf, so no source may state more
+MAX_COUNT = 10**9  # GPUs requested or available in a trace: more is a typo (and overflows a count's sums)
 MAX_SLOTS = 10_000_000  # slots of one market: more (a tiny slot length on a long trace) would not fit in memory
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -11,7 +12,7 @@ import numpy as np
 
 from ..errors import TraceError
 from ..input_paths import input_file
-from .market import MAX_PRICE, Observations
+from .market import MAX_COUNT, MAX_PRICE, Observations
 from .text_file import TRACE_FILE, read_trace_text
 
 if TYPE_CHECKING:
@@ -44,9 +45,10 @@ def load_sky_spot_observations(
     data = obj["data"]
     if not isinstance(data, list) or not data:
         raise TraceError(f"{path}: 'data' must be a non-empty list")
-    bad = [i for i, v in enumerate(data) if isinstance(v, bool) or not isinstance(v, (int, float)) or v != int(v) or v < 0]
+    bad = [i for i, v in enumerate(data) if isinstance(v, bool) or not isinstance(v, (int, float))
+           or not math.isfinite(v) or v != int(v) or not 0 <= v <= MAX_COUNT]
     if bad:
-        raise TraceError(f"{path}: data[{bad[0]}] = {data[bad[0]]!r} is not a non-negative whole number")
+        raise TraceError(f"{path}: data[{bad[0]}] = {data[bad[0]]!r} is not a whole number in 0..{MAX_COUNT:.0e}")
     vals = np.asarray(data, dtype=np.int64)
     if convention == "preempted":
         if vals.max() > 1:
@@ -67,7 +69,7 @@ def load_sky_spot_observations(
     n = len(vals)
     spot = np.full(n, np.nan)
     od = np.full(n, np.nan)
-    per_instance = _gpus_per_instance(meta)
+    per_instance = _gpus_per_instance(meta, path)
     if "prices" in obj and obj["prices"] is not None:
         prices = obj["prices"]
         if not isinstance(prices, list) or len(prices) != n:
@@ -113,14 +115,17 @@ def load_sky_spot_observations(
     )
 
 
-def _gpus_per_instance(meta: dict) -> float:
+def _gpus_per_instance(meta: dict, path: Path) -> float:
     """Prices in sky_spot files are per machine; divide by its GPUs to get USD per GPU-hour."""
     info = meta.get("price_info") if isinstance(meta, dict) else None
     if isinstance(info, dict):
-        for comp in info.get("components") or []:
-            if isinstance(comp, dict) and comp.get("label") == "gpu" and isinstance(comp.get("quantity"), (int, float)):
-                if comp["quantity"] > 0:
-                    return float(comp["quantity"])
+        for i, comp in enumerate(info.get("components") or []):
+            if isinstance(comp, dict) and comp.get("label") == "gpu" and "quantity" in comp:
+                q = comp["quantity"]
+                if isinstance(q, bool) or not isinstance(q, (int, float)) or not math.isfinite(q) or q <= 0:
+                    raise TraceError(f"{path}: metadata.price_info.components[{i}].quantity = {q!r} is not a number "
+                                     "of GPUs > 0")
+                return float(q)
     return 1.0
 
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import TraceError
-from .market import MAX_PRICE, Market, Observations
+from .market import MAX_COUNT, MAX_PRICE, Market, Observations
 from .text_file import read_trace_text
 
 if TYPE_CHECKING:
@@ -17,7 +17,6 @@ if TYPE_CHECKING:
 
 
 TIDY_COLUMNS = ("time", "zone", "requested", "available", "spot_price", "on_demand_price")
-MAX_COUNT = 10**9  # GPUs requested or available: more is a typo (and would not fit a 64-bit count after sums)
 
 
 def _read_csv_strings(path: Path) -> pd.DataFrame:
@@ -37,13 +36,17 @@ def read_tidy_csv(path: str | Path) -> pd.DataFrame:
     import pandas as pd
     path = Path(path)
     df = _read_csv_strings(path)
+    df.columns = [str(c).strip() for c in df.columns]  # " zone" is the zone column
     missing = [c for c in TIDY_COLUMNS if c not in df.columns]
     if missing and len(df.columns) and str(df.columns[0]).lstrip()[:1] in ("[", "{"):
         raise TraceError(f"{path}: this is JSON, not a tidy market CSV; a sky_spot JSON trace is one object "
                          '{"metadata": {"gap_seconds": ...}, "data": [...]}, not a bare list')
     if missing:
+        found = ", ".join(repr(str(c))[:40] for c in df.columns[:8]) + (", ..." if len(df.columns) > 8 else "")
+        sep = next((s for s in (";", "\t", "|") if len(df.columns) == 1 and s in str(df.columns[0])), None)
         raise TraceError(
-            f"{path}: missing column(s) {', '.join(missing)}; a tidy market CSV needs {', '.join(TIDY_COLUMNS)}"
+            f"{path}: missing column(s) {', '.join(missing)}; a tidy market CSV needs {', '.join(TIDY_COLUMNS)} "
+            + (f"separated by commas (this file is separated by {sep!r})" if sep else f"(found {found})")
         )
     if df.empty:
         raise TraceError(f"{path}: no data rows (header only)")

@@ -85,6 +85,12 @@ def d(tmp_path_factory) -> Path:
     sky("s_prlen.json", prices=[1.0] * 3)
     sky("s_frac.json", data=[0.5] * HOURS)
     sky("s_counts.json", data=[0, 3] * (HOURS // 2))
+    sky("s_nan.json", data=[0, 1, math.nan] + [0] * (HOURS - 3))
+    sky("s_huge.json", data=[0, 1e30] + [0] * (HOURS - 2))
+    sky("s_negq.json", prices=[8.0] * HOURS, metadata={"price_info": {"components": [{"label": "gpu", "quantity": -8}]}})
+    text = (root / "tidy.csv").read_text()
+    (root / "semi.csv").write_text(text.replace(",", ";"))
+    (root / "upper.csv").write_text(text.replace("time,zone", "Time,Zone", 1))
     (root / "s_list.json").write_text("[0, 1, 0]")
     (root / "s_trunc.json").write_text('{"metadata": {"gap_seconds": 3600}, "data": [0, 1,')
     lines = [_snapshot(i) for i in range(40)]
@@ -163,7 +169,13 @@ CASES = [
     (["simulate", "--trace", "{d}/s_empty.json", *SIM], "'data' must be a non-empty list"),
     (["simulate", "--trace", "{d}/s_list.json", *SIM], "a sky_spot trace is a JSON object"),
     (["simulate", "--trace", "{d}/s_prlen.json", *SIM], "'prices' must be a list as long as 'data' (240), got 3"),
-    (["simulate", "--trace", "{d}/s_frac.json", *SIM], "data[0] = 0.5 is not a non-negative whole number"),
+    (["simulate", "--trace", "{d}/s_frac.json", *SIM], "data[0] = 0.5 is not a whole number in 0..1e+09"),
+    (["simulate", "--trace", "{d}/s_nan.json", *SIM], "data[2] = nan is not a whole number in 0..1e+09"),
+    (["simulate", "--trace", "{d}/s_huge.json", "--json-convention", "available", *SIM],
+     "data[1] = 1e+30 is not a whole number"),
+    (["simulate", "--trace", "{d}/s_negq.json", *SIM], "components[0].quantity = -8 is not a number of GPUs > 0"),
+    (["simulate", "--trace", "{d}/semi.csv", *SIM], "separated by commas (this file is separated by ';')"),
+    (["simulate", "--trace", "{d}/upper.csv", *SIM], "(found 'Time', 'Zone', 'requested'"),
     (["simulate", "--trace", "{d}/s_counts.json", *SIM], "--json-convention available"),
     (["simulate", "--trace", "{d}/s_trunc.json", *SIM], "not valid JSON"),
     (["simulate", "--trace", "{d}/m_trunc.jsonl", *SIM], "m_trunc.jsonl: line 21: not valid JSON"),
