@@ -316,6 +316,7 @@ CASES = [
      "the trace is 72 h long, too short for 168 h before the first job and one job of"),
     ([*HO, "--stride-hours", "1e-9"], "stride_hours 1e-09 h is shorter than one slot"),
     ([*HO, "--jobs", "0"], "must be >= 1"),
+    ([*HO, "--jobs", "1000000"], "--jobs must be at most 10000"),
     ([*HO, "--w", "0"], "must be >= 1"),
     (["heldout", "{d}/tidy.csv", "{d}/tidy.csv", "--out", "{d}/ho"], "two markets have the same name"),
     (["heldout", "nope", "--out", "{d}/ho"], "unknown market 'nope'"),
@@ -520,11 +521,12 @@ def test_a_window_past_the_horizon_plans_as_the_horizon_and_ends(d):
 
 
 def test_solvers_print_nothing_on_stdout(d, capfd):
-    """The MILP solvers (GLPK, HiGHS through Pyomo) write no log to stdout: `--json` output stays JSON."""
+    """The MILP solvers (GLPK, HiGHS through Pyomo) write no log to stdout: `--json` output stays JSON; a time limit
+    beyond GLPK's C int of milliseconds is no limit, not an overflow."""
     for solver in ("glpk", "highs"):
         for policy in ("chc", "optimal"):
             code = main(["simulate", "--trace", str(d / "tidy.csv"), "--policy", policy, "--solver", solver,
-                         "--param", "method=milp", "--work-hours", "3", "--deadline-hours", "4", "--gpus-max", "2",
+                         "--param", "method=milp", "--param", "time_limit=1e300", "--work-hours", "3", "--deadline-hours", "4", "--gpus-max", "2",
                          "--restart-overhead-hours", "0.1", "--stride-hours", "1000", "--skip-hours", "0", "--json",
                          "--no-timings", "--no-progress"])
             out, err = capfd.readouterr()
