@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from pathlib import Path
 
@@ -210,6 +211,10 @@ CASES = [
     ([*T, *SIM, "--per-run", "{d}/tidy.csv/x.csv"], "is a file, not a folder"),
     ([*T, *SIM, "--per-run", "{d}/nodir/x.csv"], "folder {d}/nodir does not exist"),
     ([*T, *SIM, "--per-run", "{d}/full.csv"], "--per-run {d}/full.csv: cannot write (No space left on device)"),
+    # folders no one may write in, as root too (a chmod'ed folder binds only other users)
+    ([*T, *SIM, "--per-run", "/proc/x.csv"], "--per-run /proc/x.csv: cannot write in /proc"),
+    (["heldout", "calm", "--out", "/proc"], "--out /proc: cannot write in /proc"),
+    ([*CC, "--results", "/sys/x.csv"], "--results /sys/x.csv: cannot write in /sys"),
     (["heldout", "calm", "--out", "{d}/tidy.csv"], "--out {d}/tidy.csv is a file; give a folder"),
     (["heldout", "calm", "--out", "/dev/full/x"], "a part of the path is a file, not a folder"),
     ([*SW, "{d}/g_ok.yaml", "--out", "{d}/tidy.csv"], "--out {d}/tidy.csv is a file; give a folder"),
@@ -560,6 +565,19 @@ def test_an_output_that_fills_up_after_the_check_is_one_line(d, capsys):
         f"spotlab: error: --records {d / 'full.csv'}: cannot write (No space left on device)"]
 
 
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0, reason="root writes through a read-only mode")
+def test_a_read_only_output_folder_is_found_before_the_work(d, capsys):
+    ro = d / "read_only"
+    ro.mkdir(exist_ok=True)
+    ro.chmod(0o555)
+    try:
+        for argv in ([*T, *SIM, "--per-run", "{d}/read_only/x.csv"], ["heldout", "calm", "--out", "{d}/read_only"]):
+            code, _, err = cli([a.format(d=d) for a in argv], capsys)
+            assert code == 2 and len(err.strip().splitlines()) == 1 and "cannot write in" in err, err
+    finally:
+        ro.chmod(0o755)
+
+
 def test_the_rl_agent_runs_in_the_cluster_experiment(d, capsys):
     """`cotune cluster --scheduler-param rl_agent.model=DIR` hands a trained agent to the rl_agent scheduler."""
     from spotlab.rl.train import TrainSettings, train
@@ -574,5 +592,6 @@ def test_the_rl_agent_runs_in_the_cluster_experiment(d, capsys):
     if code == 2 and "was not found" in err:
         pytest.skip(f"the Alibaba trace is not available: {err.splitlines()[0]}")
     assert code == 0, err
+    assert err == ""  # no progress bar: stderr is not a terminal here
     rows = json.loads(out)
     assert [r["policy"] for r in rows] == ["fifo", "rl_agent"] and all(r["jobs_done"] == 20 for r in rows)
