@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import TraceError
+from ..errors import ArgumentError, TraceError
 from .episodes import Episodes
 from .market import Market
 from .windows_file import Windows, read_windows
@@ -38,6 +38,9 @@ def cut_windows(market: Market, *, windows: str | Path | Windows | pd.DataFrame 
       named market that states one, else `history_hours`), at most `max_jobs`;
     - neither: the whole trace as one window.
     """
+    if not isinstance(market, Market):
+        raise ArgumentError(f"cut_windows: market must be a Market (spotlab.market.load.load_market(...)), got "
+                            f"{type(market).__name__}")
     dt = market.slot_hours
     history = _slots(history_hours, dt, "history_hours", minimum=0)
     if windows is not None:
@@ -51,7 +54,9 @@ def cut_windows(market: Market, *, windows: str | Path | Windows | pd.DataFrame 
         return Episodes.from_markets([market])
     if horizon_hours is None:
         raise TraceError("cutting the trace into jobs needs the job's horizon (its hard deadline)")
-    length = int(np.ceil(horizon_hours / dt - 1e-7))
+    length = _slots(horizon_hours, dt, "horizon_hours", minimum=0, rounding=np.ceil)
+    if length < 1:
+        raise TraceError(f"horizon_hours must be > 0 (the job's hard deadline), got {horizon_hours!r}")
     stride = _slots(stride_hours, dt, "stride_hours", minimum=1)
     if skip_hours is None:
         skip_hours = market.meta.get("skip_hours", history_hours)
@@ -75,14 +80,17 @@ def stride_starts(n_slots: int, length: int, stride: int, skip: int = 0, max_job
     return starts if max_jobs is None else starts[:int(max_jobs)]
 
 
-def _slots(hours: float, dt: float, name: str, minimum: int) -> int:
+def _slots(hours: float, dt: float, name: str, minimum: int, rounding=None) -> int:
+    """`hours` in slots of `dt` (rounded, or by `rounding` of hours / dt - 1e-7), at least `minimum`."""
+    if isinstance(hours, (bool, str, bytes)):
+        raise TraceError(f"{name} must be a number of hours, got {hours!r}")
     try:
         value = float(hours)
     except (TypeError, ValueError):
         raise TraceError(f"{name} must be a number of hours, got {hours!r}") from None
     if not np.isfinite(value) or value < 0:
         raise TraceError(f"{name} must be a finite number of hours >= 0, got {hours!r}")
-    n = int(round(value / dt))
+    n = int(round(value / dt)) if rounding is None else int(rounding(value / dt - 1e-7))
     if n < minimum:
         raise TraceError(f"{name} {value:g} h is shorter than one slot of {dt:g} h")
     return n

@@ -24,7 +24,6 @@ from numbers import Integral, Real
 
 import numpy as np
 from joblib import Parallel, delayed
-from tqdm.auto import tqdm
 
 from ..errors import PolicyError
 from ..optimum.dp.exact import exact_dp
@@ -34,6 +33,7 @@ from ..errors import TooManyLabels
 from ..optimum.dp.relaxation import AllocationRelaxation
 from ..optimum.solve import DEFAULT_GAP, OptimumProblem
 from ..processes import worker_count
+from ..progress import tqdm_bar
 from ..params import Boolean, Interval, Options, Params
 from ..simulation.interface import Context, Observation
 
@@ -155,8 +155,8 @@ class Optimal(Params):
             parts = (_solve_chunk(*a) for a in args)
         else:
             parts = Parallel(n_jobs=jobs, return_as="generator")(delayed(_solve_chunk)(*a) for a in args)
-        with tqdm(total=W, initial=len(results), desc="optimum", unit="window", disable=None if W >= 8 else True,
-                  leave=False) as bar:
+        with tqdm_bar(total=W, initial=len(results), desc="optimum", unit="window", enabled=None if W >= 8 else False,
+                      leave=False) as bar:
             for part in parts:
                 results.extend(part)
                 bar.update(len(part))

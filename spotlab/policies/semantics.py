@@ -10,8 +10,10 @@ from ..errors import TraceError
 from ..market.market import Market
 from ..simulation.settings import SimSettings
 from .registry import make_policy
+from .safety_net import check_variant
 
 SEMANTICS = ("auto", "cant-be-late", "spotlab")
+BILLINGS = ("fractional", "full")  # the engine's (`SimSettings.billing`)
 
 
 @dataclass(frozen=True)
@@ -23,6 +25,11 @@ class Semantics:
     billing: str = "fractional"
     safety_net: str = "strict"
     give_up: bool = False
+
+    def __post_init__(self) -> None:
+        if self.billing not in BILLINGS:
+            raise TraceError(f"unknown billing {self.billing!r}; use one of {', '.join(BILLINGS)}")
+        check_variant(self.safety_net, self.give_up)
 
     @classmethod
     def cant_be_late(cls) -> "Semantics":
