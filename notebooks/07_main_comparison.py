@@ -44,6 +44,7 @@ deadline_h = 12.0
 resume = True  # skip (market, method) pairs already in 07_comparison_jobs.csv with the same set-up
 
 # %%
+import textwrap
 from pathlib import Path
 
 from spotlab.experiments.figures import project_path
@@ -122,7 +123,8 @@ for ax, key in zip(axes.flat, mk):
         bar.set_hatch("//" if m == "optimal" else "")
     ax.axhline(0, color="k", lw=0.8)
     title = MARKET_SPECS[key].title if key in MARKET_SPECS else key
-    ax.set_title(f"{key}: {title}\n{int(sub['jobs'].max())} jobs", fontsize=8, loc="left")
+    # wrapped to the panel's width: a long market title (the marketplace's, a trace path) would run into the next
+    ax.set_title(textwrap.fill(f"{key}: {title}", 62) + f"\n{int(sub['jobs'].max())} jobs", fontsize=8, loc="left")
     ax.set_xticks(x, order, rotation=40, ha="right", fontsize=7)
     ax.set_ylabel("mean utility per job (USD)")
 for ax in list(axes.flat)[len(mk):]:

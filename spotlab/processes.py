@@ -13,6 +13,7 @@ process it started (`stop_children`).
 from __future__ import annotations
 
 import contextlib
+import logging
 import multiprocessing
 import os
 import signal
@@ -25,9 +26,19 @@ from typing import Any
 from .errors import Interrupted
 
 
+def at_most_cores(n_jobs: int) -> int:
+    """`n_jobs` (joblib's meaning: -1 all cores), but never more workers than cores: `n_jobs=10000` would
+    start ten thousand processes for the same result."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cores = os.cpu_count() or 1
+    return min(int(n_jobs), cores)
+
+
 def worker_count(n_jobs: int) -> int:
-    """`n_jobs` in the main process, 1 inside a worker process."""
-    return n_jobs if multiprocessing.current_process().name == "MainProcess" else 1
+    """`n_jobs` (at most the cores) in the main process, 1 inside a worker process."""
+    return at_most_cores(n_jobs) if multiprocessing.current_process().name == "MainProcess" else 1
 
 
 def _raise_interrupted(signum: int, frame: Any) -> None:
@@ -35,10 +46,21 @@ def _raise_interrupted(signum: int, frame: Any) -> None:
     raise Interrupted(f"signal {signum}")
 
 
+def _not_a_stop(record: logging.LogRecord) -> bool:
+    """False for a library's log of the exception a stop raised (Pyomo logs "Constructing component ... failed:
+    Interrupted" before re-raising it): a stop is reported once, by the command line."""
+    kind = sys.exc_info()[0]
+    return not (kind is not None and issubclass(kind, KeyboardInterrupt))
+
+
 def stop_on_sigterm() -> None:
-    """Make SIGTERM raise `Interrupted` in the main thread (as Ctrl-C raises KeyboardInterrupt)."""
+    """Make SIGTERM raise `Interrupted` in the main thread (as Ctrl-C raises KeyboardInterrupt), and keep the
+    solvers' model builder from logging that exception as an error of its own."""
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _raise_interrupted)
+    pyomo = logging.getLogger("pyomo.core")
+    if _not_a_stop not in pyomo.filters:
+        pyomo.addFilter(_not_a_stop)
 
 
 def descendants(pid: int | None = None) -> list[int]:

@@ -1,12 +1,55 @@
 """Progress of long runs: a bar on stderr when it is a terminal (or when asked), stages and elapsed time, nothing
-otherwise; one class so that every command shows progress the same way."""
+otherwise; one rule so that every command, and every bar of the library below it, shows progress the same way.
+
+`shown(enabled)` is the rule: an explicit True/False, else the command line's `--progress/--no-progress`
+(`set_default`), else whether stderr is a terminal. `tqdm_bar` is the library's bar under that rule: the terminal
+bar, or in a Jupyter kernel with ipywidgets its widget (tqdm.auto warns in a kernel without ipywidgets).
+"""
 
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import sys
 import threading
 from typing import Any, Iterator
+
+_default: bool | None = None  # the command line's --progress/--no-progress, for every bar it leads to
+
+
+def set_default(enabled: bool | None) -> None:
+    """What a bar asked with `enabled=None` does in this process: shown (True), hidden (False) or, None, shown
+    when stderr is a terminal. The command line sets it from `--progress/--no-progress`."""
+    global _default
+    _default = None if enabled is None else bool(enabled)
+
+
+def shown(enabled: bool | None = None) -> bool:
+    """Whether a bar asked with `enabled` is drawn (the module's rule)."""
+    if enabled is not None:
+        return bool(enabled)
+    if _default is not None:
+        return _default
+    return bool(getattr(sys.stderr, "isatty", lambda: False)())
+
+
+def _in_kernel_with_widgets() -> bool:
+    ipython = sys.modules.get("IPython")
+    try:
+        kernel = ipython is not None and "IPKernelApp" in ipython.get_ipython().config
+    except AttributeError:
+        kernel = False
+    return bool(kernel) and importlib.util.find_spec("ipywidgets") is not None
+
+
+def tqdm_bar(iterable: Any = None, *, enabled: bool | None = None, **kwargs: Any) -> Any:
+    """A tqdm bar (same arguments) drawn under the module's rule: `enabled` None follows the command line's
+    choice, else the terminal."""
+    if _in_kernel_with_widgets():
+        from tqdm.notebook import tqdm
+    else:
+        from tqdm import tqdm
+    return tqdm(iterable, disable=not shown(enabled), **kwargs)
 
 
 class _NoBar:
@@ -35,14 +78,13 @@ class Progress:
     """A tqdm bar on stderr whose elapsed time keeps moving even while one long step runs (a solver, a
     model fit): a user sees that the command works and for how long, and the step it is in.
 
-    `enabled=None` shows it when stderr is a terminal (tqdm's rule); `stage(text)` names the current step.
+    `enabled=None` follows the command line's --progress, else shows it when stderr is a terminal (`shown`);
+    `stage(text)` names the current step.
     """
 
     def __init__(self, total: float | None = None, desc: str = "", unit: str = "it",
                  enabled: bool | None = None) -> None:
-        if enabled is None:
-            enabled = sys.stderr.isatty()
-        if enabled:
+        if shown(enabled):
             from tqdm import (
                 tqdm,  # the terminal bar: tqdm.auto's notebook detection costs 50 ms of start-up
             )

@@ -10,12 +10,14 @@ means the same whichever command passes it.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import sys
 import tempfile
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from ..errors import OutputError, SpotlabError
 
@@ -58,8 +60,8 @@ def finite(kind: str, positive: bool = False, nonneg: bool = False, maximum: flo
     return parse
 
 
-def whole(kind: str, minimum: int | None = None) -> Callable[[str], int]:
-    """A whole number, at least `minimum`."""
+def whole(kind: str, minimum: int | None = None, maximum: int | None = None) -> Callable[[str], int]:
+    """A whole number, at least `minimum` and at most `maximum`."""
     def parse(text: str) -> int:
         try:
             v = int(text)
@@ -67,6 +69,8 @@ def whole(kind: str, minimum: int | None = None) -> Callable[[str], int]:
             raise argparse.ArgumentTypeError(f"{kind}: {text!r} is not a whole number") from None
         if minimum is not None and v < minimum:
             raise argparse.ArgumentTypeError(f"{kind} must be >= {minimum}, got {v}")
+        if maximum is not None and v > maximum:
+            raise argparse.ArgumentTypeError(f"{kind} must be at most {maximum}, got {v}")
         return v
 
     return parse
@@ -132,7 +136,7 @@ def output_folder(path: str | Path | None, flag: str) -> None:
         raise OutputError(f"{flag} {path} is a file; give a folder")
     try:
         p.mkdir(parents=True, exist_ok=True)
-    except FileExistsError:
+    except (FileExistsError, NotADirectoryError):
         raise OutputError(f"{flag} {path}: a part of the path is a file, not a folder") from None
     except OSError as exc:
         raise OutputError(f"{flag} {path}: cannot create the folder ({exc.strerror or exc})") from None
@@ -148,6 +152,16 @@ def _probe(folder: Path, flag: str, path: str | Path) -> None:
             os.fsync(fh.fileno())
     except OSError as exc:
         raise OutputError(f"{flag} {path}: cannot write in {folder} ({exc.strerror or exc})") from None
+
+
+@contextlib.contextmanager
+def writing(path: str | Path, flag: str) -> Iterator[None]:
+    """Write an output checked before the work: a disk that filled up or went read-only since is one line
+    naming the option and the file, not an internal error."""
+    try:
+        yield
+    except OSError as exc:
+        raise OutputError(f"{flag} {path}: cannot write ({exc.strerror or exc})") from None
 
 
 def jsonable(v: Any) -> Any:

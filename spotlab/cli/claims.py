@@ -4,10 +4,10 @@ report OUT/README.md (`spotlab.notebooks.claims`), without running any notebook.
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 from ..errors import OutputError
+from ..input_paths import input_folder
 
 
 def register(commands: Any) -> None:
@@ -25,13 +25,23 @@ def register(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..notebooks.claims import write_report
+    from ..notebooks.claims import NOT_RUN, evaluate, write_report
 
-    if not Path(args.out).is_dir():
-        raise OutputError(f"{args.out}: no such folder (run `spotlab reproduce` first, or give its --out)")
+    folder = input_folder(args.out, "the output folder of `spotlab reproduce` (run it first, or give its --out)",
+                          OutputError)
+    readme = folder / "README.md"
+    if readme.is_file() and not readme.read_text(errors="replace").startswith(REPORT_TITLE):
+        raise OutputError(f"{readme} is not a claims report; it is left as it is (give the --out folder of "
+                          "`spotlab reproduce`)")
+    if all(c.verdict == NOT_RUN for c in evaluate(folder)):
+        raise OutputError(f"{args.out} holds none of the notebooks' outputs; give the --out folder of "
+                          "`spotlab reproduce` (run it first)")
     print(write_report(args.out, args.quick))
     if args.publish:
         from ..notebooks.publish import publish
 
         print(publish(args.out, args.publish, commit=args.commit))
     return 0
+
+
+REPORT_TITLE = "# Claims of "  # how the report `write_report` writes begins

@@ -10,7 +10,21 @@ from pathlib import Path
 from typing import Any
 
 from ..cluster.registry import SCHEDULERS
-from .args import finite, key_value, key_values, names, output_file, output_folder, progress_option, seed, whole
+from .args import (
+    finite,
+    key_value,
+    key_values,
+    names,
+    output_file,
+    output_folder,
+    progress_option,
+    seed,
+    whole,
+    writing,
+)
+
+
+MAX_RUNS = 1_000_000  # runs to generate: 200x the default, minutes of fitting; more would only fill the memory
 
 
 def _config_error(message: str) -> Exception:
@@ -52,7 +66,7 @@ def register(commands: Any) -> None:
                                    "configuration for a partial one.")
     c.add_argument("--runs", help="CSV/Parquet of runs (columns model_name, method, gpu_model, number_gpus, "
                                   "batch_size, tokens_per_sample, is_valid, dataset_tokens_per_second)")
-    c.add_argument("--n-runs", type=whole("--n-runs", 20), default=5000,
+    c.add_argument("--n-runs", type=whole("--n-runs", 20, MAX_RUNS),
                    help="runs to generate when --runs is not given (5000; at least 20)")
     c.add_argument("--seed", type=seed, default=0, help="seed of the generated runs, the split and the models (0)")
     c.add_argument("--sizes", type=_ints, default=[100, 300, 600, 1000, 2000],
@@ -60,9 +74,8 @@ def register(commands: Any) -> None:
     c.add_argument("--repeats", type=whole("--repeats", 1), default=3, help="learning-curve repeats per size")
     c.add_argument("--recommend", action="append", default=[], type=key_value, metavar="KEY=VALUE",
                    help="a fixed parameter of the job to complete (repeat), e.g. --recommend model_name=llama2-7b")
-    c.add_argument("--objective", default="throughput_per_gpu",
-                   choices=["fewest_gpus", "throughput_per_gpu", "throughput"],
-                   help="what the recommendation optimises among predicted-valid configurations "
+    c.add_argument("--objective", choices=["fewest_gpus", "throughput_per_gpu", "throughput"],
+                   help="with --recommend: what the recommendation optimises among predicted-valid configurations "
                         "(default throughput_per_gpu)")
     c.add_argument("--out", help="folder for learning_curve.csv and summary.json")
     c.add_argument("--json", action="store_true", help="print one JSON object")
@@ -83,10 +96,14 @@ def register(commands: Any) -> None:
                    help="cap on Philly runtimes in hours (48)")
     k.add_argument("--policies", type=names, default=["fifo", "sia"],
                    help=f"cluster scheduling policies, comma-separated: {', '.join(SCHEDULERS)} (default fifo,sia)")
+    k.add_argument("--scheduler-param", action="append", default=[], type=key_value, metavar="POLICY.KEY=VALUE",
+                   help="a parameter of one of --policies, once each: e.g. --scheduler-param rl_agent.model=DIR (the "
+                        "folder of `spotlab rl train --out DIR`; the rl_agent policy needs it), "
+                        "--scheduler-param sia.window=32")
     k.add_argument("--sources", type=names, default=["user", "profiling", "predicted", "oracle"],
                    help="user, profiling, predicted, oracle")
-    k.add_argument("--train-runs", type=whole("--train-runs", 20), default=5000,
-                   help="historical runs the predicted source learns from")
+    k.add_argument("--train-runs", type=whole("--train-runs", 20, MAX_RUNS),
+                   help="runs generated for the predicted source to learn from (5000)")
     k.add_argument("--runs", help="train the predicted source on this runs file instead")
     k.add_argument("--seed", type=seed, default=0, help="seed of the workload, the runs and the predictors (0)")
     k.add_argument("--results", help="CSV file the runs are appended to (resumes: runs already in it are skipped)")
@@ -106,11 +123,17 @@ def run_configs(args: argparse.Namespace) -> int:
     from ..progress import Progress
 
     recommend = key_values(args.recommend, "--recommend")
+    if args.runs and args.n_runs is not None:
+        raise _config_error("give either --runs (a file of runs) or --n-runs (runs to generate), not both")
+    if args.objective is not None and not recommend:
+        raise _config_error("--objective is what --recommend optimises; give --recommend KEY=VALUE too")
+    n_runs = 5000 if args.n_runs is None else args.n_runs
+    objective = args.objective or "throughput_per_gpu"
     output_folder(args.out, "--out")
     steps = 3 + bool(args.recommend)
     with Progress(total=steps, desc="configs", unit="step", enabled=args.progress) as bar:
         bar.stage("configs: runs")
-        runs = load_runs(args.runs) if args.runs else generate_runs(args.n_runs, seed=args.seed)
+        runs = load_runs(args.runs) if args.runs else generate_runs(n_runs, seed=args.seed)
         train, test = config_split(runs, seed=args.seed)
         too_big = [s for s in args.sizes if s >= len(train)]
         if too_big:
@@ -126,8 +149,7 @@ def run_configs(args: argparse.Namespace) -> int:
         bar.update()
         if args.recommend:
             bar.stage("configs: recommendation")
-            rec = Recommender(train_knowledge(runs=runs, seed=args.seed)).recommend(recommend,
-                                                                                    args.objective)
+            rec = Recommender(train_knowledge(runs=runs, seed=args.seed)).recommend(recommend, objective)
             bar.update()
     mean = curve.groupby("size")[["validity_error", "throughput_error"]].mean().reset_index()
     summary: dict[str, Any] = {"runs": len(runs), "source": args.runs or f"generated (seed {args.seed})",
@@ -138,9 +160,10 @@ def run_configs(args: argparse.Namespace) -> int:
                                      "objective": rec.objective}
     if args.out:
         out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        curve.to_csv(out / "learning_curve.csv", index=False)
-        (out / "summary.json").write_text(json.dumps(summary, indent=2, default=float))
+        with writing(out, "--out"):
+            out.mkdir(parents=True, exist_ok=True)
+            curve.to_csv(out / "learning_curve.csv", index=False)
+            (out / "summary.json").write_text(json.dumps(summary, indent=2, default=float))
     if args.json:
         print(json.dumps({**summary, "learning_curve": mean.to_dict(orient="records")}, default=float))
         return 0
@@ -171,6 +194,25 @@ def run_cluster(args: argparse.Namespace) -> int:
     bad = [s for s in args.sources if s not in ("user", "profiling", "predicted", "oracle")]
     if bad:
         raise _config_error(f"unknown configuration source {bad}; use user, profiling, predicted, oracle")
+    if "predicted" not in args.sources and (args.runs or args.train_runs is not None):
+        raise _config_error("--runs and --train-runs train the predicted source; add predicted to --sources")
+    if args.runs and args.train_runs is not None:
+        raise _config_error("give either --runs (a file of runs) or --train-runs (runs to generate), not both")
+    train_runs = 5000 if args.train_runs is None else args.train_runs
+    scheduler_params: dict[str, dict[str, str]] = {}
+    for key, value in key_values(args.scheduler_param, "--scheduler-param").items():
+        policy, dot, name = key.partition(".")
+        if not dot or not policy or not name:
+            raise _config_error(f"--scheduler-param {key}={value}: expected POLICY.KEY=VALUE, e.g. "
+                                "rl_agent.model=DIR")
+        if policy not in args.policies:
+            raise _config_error(f"--scheduler-param {key}={value}: {policy} is not among --policies "
+                                f"({','.join(args.policies)})")
+        scheduler_params.setdefault(policy, {})[name] = value
+    from ..cluster.registry import make_scheduler
+
+    for policy in args.policies:
+        make_scheduler(policy, **scheduler_params.get(policy, {}))  # a bad parameter fails before the workload
     cluster = Cluster.parse(args.cluster)
     trace = trace_workload(part=args.part, n_jobs=args.n_jobs, seed=args.seed,
                            max_runtime_s=args.max_runtime_h * 3600.0)
@@ -181,12 +223,14 @@ def run_cluster(args: argparse.Namespace) -> int:
     for s in args.sources:
         if s == "predicted":
             runs = load_runs(args.runs) if args.runs else None
-            sources[s] = train_knowledge(args.train_runs, seed=args.seed, runs=runs)
+            sources[s] = train_knowledge(train_runs, seed=args.seed, runs=runs)
         else:
             sources[s] = s
-    tag = f"train_runs={args.train_runs} runs={Path(args.runs).resolve() if args.runs else None}"
+    tag = f"train_runs={train_runs} runs={Path(args.runs).resolve() if args.runs else None}"
+    if scheduler_params:  # a resumed results file must not mix runs of other parameters
+        tag += f" scheduler_params={json.dumps(scheduler_params, sort_keys=True)}"
     table = compare(cluster, jobs, sources, args.policies, Settings(seed=args.seed), results_csv=args.results,
-                    progress=args.progress is not False, tag=tag)
+                    progress=args.progress, tag=tag, scheduler_params=scheduler_params)
     table["time_scale"] = factor
     table["offered_load"] = offered_load(jobs, cluster)
     if args.json:

@@ -34,8 +34,9 @@ def register(commands: Any) -> None:
     f.add_argument("--train-hours", type=finite("training window", positive=True),
                    help="hours of history each fit uses (default: one week, or half the trace if shorter)")
     f.add_argument("--refit-every", type=positive_int, help="slots between refits (default: one day of slots)")
-    f.add_argument("--json-convention", choices=["preempted", "available"], default="preempted",
-                   help="sky_spot JSON values: 1 = preempted (Can't Be Late) or counts of available instances")
+    f.add_argument("--json-convention", choices=["preempted", "available"],
+                   help="sky_spot JSON traces only: their values are 1 = preempted (Can't Be Late; the default) or "
+                        "counts of available instances")
     f.add_argument("--json", action="store_true", help="print one JSON object (otherwise a short table)")
     f.add_argument("--no-timings", action="store_true",
                    help="leave the `timings` key out of the JSON, so that a rerun prints the same bytes")
@@ -58,6 +59,8 @@ def run(args: argparse.Namespace) -> int:
     from ..progress import Progress
 
     started = time.perf_counter()
+    if args.no_timings and not args.json:
+        raise PredictionError("--no-timings leaves the timings out of the --json output; give --json too")
     params = key_values(args.param, "--param")
     model = make_predictor(args.model, **params)  # unknown names and parameters fail before any data is read
     horizons = parse_horizons(args.horizons)
@@ -66,7 +69,9 @@ def run(args: argparse.Namespace) -> int:
     n, s_hours = len(series.values), series.slot_hours
     need = model.min_history(s_hours)
     if args.train_hours is not None:
-        train = max(1, int(round(args.train_hours / s_hours)))
+        train = int(round(args.train_hours / s_hours))
+        if train < 1:
+            raise PredictionError(f"--train-hours {args.train_hours:g} is shorter than one slot of {s_hours:g} h")
         if train < need:
             raise PredictionError(
                 f"--train-hours {args.train_hours:g} is {train} slots of {s_hours:g} h; model {args.model!r} needs "

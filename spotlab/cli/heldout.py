@@ -6,7 +6,7 @@ import argparse
 import os
 from typing import Any
 
-from .args import finite, key_value, key_values, output_folder, positive_int, progress_option, seed
+from .args import finite, key_value, key_values, output_folder, positive_int, progress_option, seed, whole
 
 
 def register(commands: Any) -> None:
@@ -29,7 +29,8 @@ def register(commands: Any) -> None:
     h.add_argument("markets", nargs="+", metavar="MARKET",
                    help="a trace file (tidy CSV, sky_spot JSON, marketplace JSONL), PATH#ZONE for one zone of a file, "
                         "or a named market (h100, v100_prices, v100_16, a100, marketplace, calm, volatile)")
-    h.add_argument("--jobs", type=positive_int, default=8, help="random job shapes (default 8)")
+    h.add_argument("--jobs", type=whole("--jobs", 1, 10_000), default=8,
+                   help="random job shapes (default 8; at most 10000, each a run of every method on every market)")
     h.add_argument("--seed", type=seed, default=0,
                    help="seed of the job shapes, the policies and a synthetic market (default 0)")
     h.add_argument("--job", type=key_value, action="append", default=[], metavar="FIELD=VALUE",

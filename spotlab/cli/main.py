@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import os
 import sys
 
@@ -15,6 +16,7 @@ from . import claims, cotune, data, forecast, heldout, policies, reproduce, rl, 
 from .args import EXIT_USAGE, Parser
 
 COMMANDS = (simulate, forecast, heldout, policies, sweep, reproduce, claims, data, cotune, rl)
+DISK_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -29,9 +31,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     from ..processes import quiet_exit_stderr, stop_children, stop_on_sigterm
+    from ..progress import set_default
 
     args = build_parser().parse_args(argv)
     stop_on_sigterm()
+    set_default(getattr(args, "progress", None))  # every bar below the command follows its --progress
     try:
         return args.run(args)
     except SpotlabError as exc:
@@ -49,9 +53,14 @@ def main(argv: list[str] | None = None) -> int:
         with contextlib.suppress(OSError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except Exception as exc:  # an internal bug: still one clear line unless --debug
+    except Exception as exc:
         if args.debug:
             raise
+        if isinstance(exc, OSError) and exc.errno in DISK_ERRORS:
+            # the machine, not spotlab: a disk that filled up or turned read-only during the run
+            print(f"spotlab: error: {exc.filename or 'an output'}: cannot write ({exc.strerror})", file=sys.stderr)
+            return EXIT_USAGE
+        # an internal bug: still one clear line unless --debug
         print(f"spotlab: internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)",
               file=sys.stderr)
         return 1

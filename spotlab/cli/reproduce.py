@@ -7,6 +7,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ..errors import ExperimentError
+from ..input_paths import input_folder
 from .args import output_folder, positive_int
 
 
@@ -36,6 +38,7 @@ def register(commands: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..notebooks.reproduce import reproduce
 
+    input_folder(args.notebooks, "a folder of notebooks (jupytext .py files)", ExperimentError)
     output_folder(args.out, "--out")
     output_folder(args.build, "--build")
     return reproduce(args)

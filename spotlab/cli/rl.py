@@ -9,7 +9,7 @@ import json
 import math
 from typing import Any
 
-from .args import finite, output_folder, positive_int, progress_option, seed
+from .args import finite, names, output_folder, positive_int, progress_option, seed
 
 TRAIN_DEFAULTS = {"load": 1.0, "window_size": 256, "slots": 128}
 
@@ -57,7 +57,7 @@ def register(commands: Any) -> None:
     e.add_argument("--model", required=True, help="folder written by `spotlab rl train --out`")
     e.add_argument("--windows", type=positive_int, default=30, help="held-out windows to evaluate on (30)")
     e.add_argument("--split", choices=["test", "validation"], default="test", help="held-out split (test)")
-    e.add_argument("--schedulers", help="comma-separated heuristics (default: every registered one)")
+    e.add_argument("--schedulers", type=names, help="comma-separated heuristics (default: every registered one)")
     e.add_argument("--placement", help="placement (default: the agent's training placement)")
     e.add_argument("--json", action="store_true", help="print one JSON object")
     e.set_defaults(run=run_evaluate)
@@ -140,11 +140,10 @@ def run_evaluate(args: argparse.Namespace) -> int:
 
     load_settings(args.model)  # a missing model folder fails before any data is read
     _check_preset(args.preset)
-    names = [s.strip() for s in args.schedulers.split(",") if s.strip()] if args.schedulers else None
-    for name in names or ():
+    for name in args.schedulers or ():
         _check_names(name, None)
     _check_names(None, args.placement)
-    ev = evaluate(args.model, preset=args.preset, trace=args.trace, n_windows=args.windows, schedulers=names,
+    ev = evaluate(args.model, preset=args.preset, trace=args.trace, n_windows=args.windows, schedulers=args.schedulers,
                   placement=args.placement, split=args.split)
     out = {"model": str(args.model), "preset": args.preset, "trace": str(args.trace), "split": args.split,
            "windows": args.windows, "workload": ev.workload.to_dict(), **ev.summary}

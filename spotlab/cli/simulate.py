@@ -10,7 +10,7 @@ import time
 from typing import Any
 
 from ..errors import SpotlabError
-from .args import finite, jsonable, key_value, key_values, output_file, positive_int, progress_option
+from .args import finite, jsonable, key_value, key_values, output_file, positive_int, progress_option, writing
 
 MAX_PRICE = 1e9  # USD per GPU-hour, as `spotlab.market.market.MAX_PRICE` (not imported: it loads numpy)
 
@@ -63,8 +63,9 @@ def register(commands: Any) -> None:
     s.add_argument("--seed", type=int, help="the one seed of every random element: the simulation's and the "
                                              "policy's own (`--param seed=S` is the same seed); default 0, recorded "
                                              "in the output")
-    s.add_argument("--json-convention", choices=["preempted", "available"], default="preempted",
-                   help="sky_spot JSON values: 1 = preempted (Can't Be Late) or counts of available instances")
+    s.add_argument("--json-convention", choices=["preempted", "available"],
+                   help="sky_spot JSON traces only: their values are 1 = preempted (Can't Be Late; the default) or "
+                        "counts of available instances")
     s.add_argument("--semantics", choices=["auto", "cant-be-late", "spotlab"], default="auto",
                    help="auto: Can't Be Late rules for sky_spot JSON traces, spotlab's for the other formats")
     s.add_argument("--billing", choices=["fractional", "full"], help="override: bill the last slot in full or by use")
@@ -144,8 +145,18 @@ def run(args: argparse.Namespace) -> int:
     accepted = init_parameters(cls)
     if "seed" in accepted:
         params["seed"] = seed
-    if args.solver and "solver" in accepted:
-        params.setdefault("solver", args.solver)
+    if args.solver is not None:
+        if "solver" not in accepted:
+            raise SpotlabError(f"--solver applies to policies that solve optimisation problems (chc, optimal, "
+                               f"optimal_netted); {args.policy} solves none")
+        if params.get("solver", args.solver) != args.solver:
+            raise SpotlabError(f"--solver {args.solver} and --param solver={params['solver']} disagree; give one")
+        params["solver"] = args.solver
+    if not getattr(cls, "online", False) and (args.safety_net is not None or args.give_up):
+        raise SpotlabError(f"--safety-net and --give-up guard online policies; {args.policy} is a hindsight plan "
+                           "(its must_finish parameter says whether it may leave a job unfinished)")
+    if args.no_timings and not args.json:
+        raise SpotlabError("--no-timings leaves the timings out of the --json output; give --json too")
     policy = make_policy(args.policy, params)  # bad parameters fail before any data is read, too
     output_file(args.per_run, "--per-run", (".csv",))
     output_file(args.records, "--records", (".csv",))
@@ -202,9 +213,11 @@ def run(args: argparse.Namespace) -> int:
                 "throughput_beta": args.throughput_beta, "value": job.value, "miss_penalty": job.miss_penalty},
     })
     if args.per_run:
-        result.summary().to_csv(args.per_run, index=False)
+        with writing(args.per_run, "--per-run"):
+            result.summary().to_csv(args.per_run, index=False)
     if args.records:
-        result.records().to_csv(args.records, index=False)
+        with writing(args.records, "--records"):
+            result.records().to_csv(args.records, index=False)
     timings.update(load_s=round(loaded_s - started, 3), simulate_s=round(simulated_s - loaded_s, 3),
                    total_s=round(time.perf_counter() - started, 3))
     if not args.no_timings:

@@ -33,7 +33,8 @@ def register(commands: Any) -> None:
                    help="run the points on this Dask distributed scheduler (workers must share OUT's filesystem)")
     w.add_argument("--out", help="output folder (default build/sweeps/NOTEBOOK__GRID); rerun with the same one "
                                  "to resume")
-    w.add_argument("--table", help="collected table (default OUT/sweep.csv; a .parquet name writes Parquet)")
+    w.add_argument("--table", help="collected table (default OUT/sweep.csv; a .parquet name writes Parquet, a .csv.gz "
+                                   "one gzipped CSV)")
     w.add_argument("--retry-failed", action="store_true", help="run the points recorded as failed again")
     progress_option(w)
     w.set_defaults(run=run)
@@ -41,12 +42,13 @@ def register(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..notebooks.sweep.run import run_sweep
+    from ..notebooks.sweep.table import TABLE_SUFFIXES
 
     if args.jobs is not None and args.scheduler:
         raise SweepError("give either --jobs (local processes) or --scheduler (Dask), not both")
     out = args.out or str(Path("build") / "sweeps" / f"{Path(args.notebook).stem}__{Path(args.grid).stem}")
     output_folder(out, "--out")
-    output_file(args.table, "--table", (".csv", ".parquet"))
+    output_file(args.table, "--table", TABLE_SUFFIXES)
     result = run_sweep(args.notebook, args.grid, out, jobs=args.jobs or 1, scheduler=args.scheduler,
                        retry_failed=args.retry_failed, progress=args.progress, table=args.table)
     print(result.summary())

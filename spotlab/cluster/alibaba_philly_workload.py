@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import WorkloadError
+from ..input_paths import input_file
 from .trace_csv import raise_bad_rows
 
 __all__ = ["ALIBABA_PODS", "PHILLY_RUNTIMES", "TraceJob", "load_alibaba_pods",
@@ -53,12 +54,9 @@ class TraceJob:
 
 def _read_strings(path: Path) -> pd.DataFrame:
     """All cells as strings, so validation can name the offending line and value."""
+    input_file(path, "a trace CSV file", WorkloadError)
     try:
         text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise WorkloadError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise WorkloadError(f"{path}: is a directory, expected a CSV file") from None
     except UnicodeDecodeError:
         raise WorkloadError(f"{path}: not a UTF-8 text file") from None
     if not text.strip():
@@ -250,7 +248,8 @@ def trace_workload(
     if n_jobs is not None:
         if n_jobs > len(chosen):
             raise WorkloadError(f"part {part!r} of the trace holds {len(chosen)} GPU pod(s), fewer than n_jobs="
-                                f"{n_jobs}; use resampled_workload for larger workloads")
+                                f"{n_jobs}; ask for at most {len(chosen)} (CLI: --n-jobs) or use resampled_workload "
+                                "for larger workloads")
         chosen = chosen.iloc[:n_jobs]
     t = chosen["creation_time"].to_numpy(dtype=float)
     rng = np.random.default_rng(seed)

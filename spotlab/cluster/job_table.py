@@ -392,6 +392,8 @@ def job_table(trace: str | Path, *, seed: int = 0, completed_only: bool = False,
         table = read_job_table(trace, seed=seed, completed_only=completed_only, users=users)
         table.attrs["trace"] = _stem(Path(trace))
         return table
+    if isinstance(trace, (str, Path)) and Path(trace).is_dir():
+        raise JobTableError(f"{trace} is a folder; expected a job trace file or one of {', '.join(TRACES)}")
     raise JobTableError(f"unknown job trace {str(trace)!r}: give a file or one of {', '.join(TRACES)}")
 
 

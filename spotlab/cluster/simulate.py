@@ -41,9 +41,9 @@ def simulate(
     engine = Engine(cluster, jobs, make_placement(placement), fail_after_s)
     schedule = sched.schedule
     if progress:
-        from tqdm.auto import tqdm
+        from ..progress import tqdm_bar
 
-        with tqdm(total=len(engine.jobs), desc=f"simulate {name}", unit="job") as bar:
+        with tqdm_bar(total=len(engine.jobs), desc=f"simulate {name}", unit="job", enabled=True) as bar:
             bar.update(engine.ended)  # the rejected jobs
             while engine.advance():
                 schedule(engine)

@@ -24,7 +24,7 @@ SHOWN_ROWS = 3  # offending rows named in an error
 
 def read_trace_csv(path: Path) -> pd.DataFrame:
     """Every cell as a string (so errors can quote the line); gzip recognised by its magic bytes."""
-    text = read_text(path, "job trace file")
+    text = read_text(path, "a job trace file (CSV)")
     if not text.strip():
         raise TraceError(f"{path}: empty file")
     try:

@@ -35,6 +35,7 @@ from sklearn.preprocessing import FunctionTransformer, OneHotEncoder, StandardSc
 from threadpoolctl import threadpool_limits
 
 from ..errors import PredictorError, PredictorNotFittedError
+from ..processes import at_most_cores
 from .space import CATEGORICAL, NUMERIC, PARAMETERS, Config, rule_violations
 
 __all__ = ["PredictorError", "PredictorNotFittedError", "MODELS", "DERIVED", "parameter_features",
@@ -383,7 +384,7 @@ def learning_curve(runs: pd.DataFrame, sizes: Sequence[int] = (50, 100, 200, 400
     else:
         from joblib import Parallel, delayed
 
-        rows = Parallel(n_jobs=n_jobs)(delayed(one)(s, r) for s, r in jobs)
+        rows = Parallel(n_jobs=at_most_cores(n_jobs))(delayed(one)(s, r) for s, r in jobs)
     out = pd.DataFrame(rows)
     out.attrs = {"seed": seed, "test_size": test_size, "model": model, "n_train_pool": len(train),
                  "n_test": len(test), "clipped_sizes": clipped}

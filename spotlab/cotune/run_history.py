@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import RunsError
+from ..input_paths import input_file
 from .perf import DEFAULT, PerfModel
 from .space import CATEGORICAL, NUMERIC, Config, enumerate_space
 
@@ -49,10 +50,7 @@ def _rows(mask: np.ndarray | pd.Series, from_file: bool, limit: int = 10) -> str
 
 def _read(path: Path) -> pd.DataFrame:
     name = path.name.lower()
-    if not path.exists():
-        raise RunsError(f"run file not found: {path}")
-    if not path.is_file():
-        raise RunsError(f"run file {path} is not a file")
+    input_file(path, "a runs file (CSV or Parquet)", RunsError)
     try:
         if name.endswith(_PARQUET):
             try:

@@ -25,11 +25,11 @@ import os
 import re
 import tarfile
 import tempfile
+import warnings
 import zlib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-
-import pooch
+from typing import Any
 
 from ..errors import DataNotFoundError, SourceUnavailable
 from .catalogue import (
@@ -90,7 +90,17 @@ def cache_dir(explicit: str | Path | None = None) -> Path:
     if explicit is not None:
         return Path(explicit).expanduser()
     env = os.environ.get(ENV_CACHE)
-    return Path(env).expanduser() if env else Path(pooch.os_cache("spotlab"))
+    return Path(env).expanduser() if env else Path(_pooch().os_cache("spotlab"))
+
+
+def _pooch() -> Any:
+    """pooch, imported when first needed and without tqdm's "IProgress not found" warning, which its import of
+    tqdm.auto prints in a Jupyter kernel without ipywidgets (its downloads here draw no bar)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="IProgress not found")
+        import pooch
+
+    return pooch
 
 
 def list_datasets() -> list[str]:
@@ -198,6 +208,7 @@ def _fetch(source: Source, target: Path, where: _Where, label: str) -> Path:
     if not where.download:
         raise SourceUnavailable(f"not in the cache ({target}) and download=False (source: {url}).")
     try:
+        pooch = _pooch()
         fetched = pooch.retrieve(
             url,
             known_hash=f"sha256:{source.sha256}",

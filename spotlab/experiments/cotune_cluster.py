@@ -16,13 +16,14 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
-from tqdm.auto import tqdm
 
 from ..cluster.simulate import simulate
 from ..cluster.state import Cluster
 from ..cotune.jobs import FineTuneJob, sim_jobs
 from ..cotune.knowledge import Knowledge, NoisyKnowledge, PredictedKnowledge
 from ..cotune.perf import DEFAULT, PerfModel
+from ..errors import ClusterError
+from ..progress import tqdm_bar
 from .cells import Cell, Table
 from .cells import run as run_cells
 
@@ -75,12 +76,24 @@ def _fingerprint(cluster: Cluster, jobs: Sequence[FineTuneJob], settings: Settin
 
 def compare(cluster: Cluster, jobs: Sequence[FineTuneJob], sources: Mapping[str, str | Knowledge],
             policies: Sequence[str] = ("fifo", "sia"), settings: Settings = Settings(),
-            results_csv: str | Path | None = None, progress: bool = True, tag: str = "") -> pd.DataFrame:
+            results_csv: str | Path | None = None, progress: bool | None = True, tag: str = "",
+            scheduler_params: Mapping[str, Mapping[str, Any]] | None = None) -> pd.DataFrame:
     """One row per (policy, source): the run's summary plus `jct_change_vs_user` (relative change of the mean
-    JCT against the `user` source under the same policy, if it is among the sources).
+    JCT against the `user` source under the same policy, if it is among the sources). `scheduler_params`: a
+    policy's parameters by its name (e.g. ``{"rl_agent": {"model": "DIR"}}``); `progress` None: a bar when
+    stderr is a terminal.
 
     With `results_csv`, each run is appended as it finishes and runs already there for the same cluster, jobs,
-    settings and `tag` (name anything else that changes a source, e.g. its training data) are reused."""
+    settings and `tag` (name anything else that changes a source or a policy, e.g. its training data or its
+    parameters) are reused."""
+    from ..cluster.registry import make_scheduler
+
+    scheduler_params = {p: dict(v) for p, v in (scheduler_params or {}).items()}
+    for p in scheduler_params:
+        if p not in policies:
+            raise ClusterError(f"parameters for scheduler {p!r}, which is not among the policies ({', '.join(policies)})")
+    for p in policies:
+        make_scheduler(p, **scheduler_params.get(p, {}))  # a bad name or parameter fails before any run
     fp = _fingerprint(cluster, jobs, settings, tag)
     # one cell per (source, policy); a source's simulator jobs (its decisions, the costly part) are built once
     cells = [Cell("cluster runs", {"fingerprint": fp, "policy": p, "source": name},
@@ -93,7 +106,8 @@ def compare(cluster: Cluster, jobs: Sequence[FineTuneJob], sources: Mapping[str,
             built.clear()
             built[name] = sim_jobs(jobs, cluster, sources[name], seed=settings.seed, perf=settings.perf,
                                    profile_s=settings.profile_s, objective=settings.objective)
-        summary = simulate(cluster, built[name], scheduler=p, fail_after_s=settings.fail_after_s).summary()
+        summary = simulate(cluster, built[name], scheduler=p, fail_after_s=settings.fail_after_s,
+                           **scheduler_params.get(p, {})).summary()
         return pd.DataFrame([{"fingerprint": fp, "policy": p, "source": name, **settings.record(), "jobs": len(jobs),
                               **summary}])
 
@@ -117,7 +131,7 @@ def sensitivity(cluster: Cluster, jobs: Sequence[FineTuneJob], sigmas: Sequence[
     rate of wrong validity answers; one row per (policy, sigma, flip)."""
     rows = []
     grid = [(sg, fl) for sg in sigmas for fl in flips]
-    for sg, fl in tqdm(grid, desc="sensitivity", disable=not progress):
+    for sg, fl in tqdm_bar(grid, desc="sensitivity", enabled=bool(progress)):
         k = NoisyKnowledge(sigma=float(sg), flip=float(fl), seed=settings.seed, perf=settings.perf)
         for p, summary in _runs(cluster, jobs, policies, k, settings).items():
             rows.append({"policy": p, "sigma": sg, "flip": fl, **settings.record(), **summary})

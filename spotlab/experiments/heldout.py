@@ -42,7 +42,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from ..errors import PolicyError, TraceError
+from ..errors import JobError, PolicyError, TraceError
 from ..market.market import Market
 from ..market.named import MARKET_SPECS
 from ..policies.semantics import Semantics
@@ -65,7 +65,8 @@ def random_spec(seed: int, index: int, **fixed: Any) -> setups.JobSpec:
     soft deadline 8-72 h with the work taking 40-85% of it at N_max, hard deadline 1-1.6 x the soft one,
     restart overhead 0.05, 0.1 or 0.25 h; a third of the jobs cost-only (one deadline, as in Can't Be Late:
     with no value and no penalty a later hard deadline would make the soft one void), the others worth
-    0.3-2 x their all-on-demand cost with a miss penalty of 0-1 x the value. `fixed` overrides fields of the drawn spec.
+    0.3-2 x their all-on-demand cost with a miss penalty of 0-1 x the value. `fixed` overrides fields of the drawn
+    spec (`FIXED_FIELDS`; text is read as the field's type), and a drawn N_min or N_max gives way to a fixed one.
     """
     rng = np.random.default_rng([int(seed), int(index)])
     n_max = int(rng.choice([1, 2, 4, 8]))
@@ -83,15 +84,38 @@ def random_spec(seed: int, index: int, **fixed: Any) -> setups.JobSpec:
     )
     if spec.value_factor == 0:  # cost-only: nothing is lost after the soft deadline, so it is the hard one
         spec = replace(spec, gamma=1.0, miss_factor=0.0)
-    bad = sorted(set(fixed) - set(asdict(spec)))
+    if "model" in fixed:
+        raise TraceError("job field model does not apply here: the drawn jobs' throughput is H(n) = alpha*n + beta; "
+                         "fix alpha and beta instead")
+    bad = sorted(set(fixed) - set(FIXED_FIELDS))
     if bad:
-        raise TraceError(f"unknown job field(s) {', '.join(bad)}; the fields are {', '.join(asdict(spec))}")
+        raise TraceError(f"unknown job field(s) {', '.join(bad)}; the fields are {', '.join(FIXED_FIELDS)}")
+    cast = {k: _field_value(k, v) for k, v in fixed.items()}
+    if "n_min" in cast and "n_max" not in cast:
+        cast["n_max"] = max(spec.n_max, cast["n_min"])
+    if "n_max" in cast and "n_min" not in cast:
+        cast["n_min"] = min(spec.n_min, cast["n_max"])
     try:
-        cast = {k: (str(v) if k == "model" else int(v) if k in ("n_min", "n_max") else float(v))
-                for k, v in fixed.items()}
-    except (TypeError, ValueError) as exc:
-        raise TraceError(f"job fields {fixed}: {exc}") from None
-    return replace(spec, **cast)
+        return replace(spec, **cast)
+    except JobError as exc:
+        raise JobError(f"job shape {index} (seed {seed}): {exc}") from None
+
+
+FIXED_FIELDS = ("deadline_h", "gamma", "load", "n_min", "n_max", "alpha", "beta", "overhead_h", "value_factor",
+                "miss_factor")
+
+
+def _field_value(name: str, value: Any) -> float | int:
+    """A fixed job field as its type (`--job n_min=2` gives the text "2"), or an error naming the field."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise TraceError(f"job field {name}={value!r} is not a number") from None
+    if name in ("n_min", "n_max"):
+        if not (np.isfinite(number) and number == int(number)):
+            raise TraceError(f"job field {name}={value!r} is not a whole number")
+        return int(number)
+    return number
 
 
 def _methods(horizon: int, cost_only: bool, w: int, solver: str, n_jobs: int, full: bool) -> dict:
@@ -234,6 +258,14 @@ def heldout_check(markets: Iterable[str | Market] | str | Market, jobs: int = 8,
     from ..progress import Progress
 
     todo = [(key, mkt, i, spec) for i, spec in specs for key, mkt in resolved.items()]
+    for key, mkt, i, spec in todo:  # every job is checked before the first one runs
+        if fixed and "n_min" in fixed and spec.n_min > mkt.requested:
+            raise JobError(f"job field n_min={spec.n_min} is more GPUs than market {key} offers "
+                           f"({mkt.requested} requested)")
+        try:
+            spec.job(mkt).check_feasible(mkt.slot_hours)
+        except JobError as exc:
+            raise JobError(f"job shape {i} on market {key}: {exc}") from None
     checks, parts = [], []
     with Progress(total=len(todo), desc="held-out runs", unit="run", enabled=progress) as bar:
         for key, mkt, i, spec in todo:

@@ -189,10 +189,9 @@ def run(
     `lockstep`: the windows of every env are simulated together, one simulation per (deadline, overhead,
     policy) instead of one per env (the same numbers; `benchmarks/bench_leaderboard.py` times both).
     """
-    from tqdm import tqdm
-
     from ..policies.registry import policy_class
     from ..processes import worker_count
+    from ..progress import tqdm_bar
 
     params = dict(params or {})
     limit = dict(limit or {})
@@ -252,7 +251,7 @@ def run(
         return names.get(pol, pol), params.get(pol), dl, ov, concat([ep for _, _, ep in batch])
 
     jobs = min(worker_count(int(n_jobs)), len(tasks))
-    with tqdm(total=len(tasks), desc="leaderboard cells", unit="cell", disable=not progress) as bar:
+    with tqdm_bar(total=len(tasks), desc="leaderboard cells", unit="cell", enabled=bool(progress)) as bar:
         if jobs <= 1:
             for task in tasks:
                 finish(task, _simulate_cell(*args(task)))

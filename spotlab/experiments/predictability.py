@@ -148,13 +148,13 @@ def forecast_errors(
     plus dataset, slot_hours, target, requested (GPUs, availability) and mean_price (price);
     `plan` is `evaluation_plan`, whose skipped rows say which combinations had too little history and why.
     """
-    from tqdm.auto import tqdm
+    from ..progress import tqdm_bar
 
     by_slot = {s: load_markets(files, s, zones_limit, span_hours) for s in slot_hours_list}
     plan = evaluation_plan(by_slot, models, horizons, train_hours, refit_hours, min_origins)
     todo = plan[plan["status"] == "ok"]
     parts = []
-    for row in tqdm(list(todo.itertuples(index=False)), desc="forecast errors", disable=not progress):
+    for row in tqdm_bar(list(todo.itertuples(index=False)), desc="forecast errors", enabled=bool(progress)):
         zones = by_slot[row.slot_hours][row.dataset]
         res = evaluate_zones(zones, row.models.split(","), n_jobs=n_jobs, horizons=tuple(horizons), target=row.target,
                              train_slots=int(row.train_slots), refit_every=int(row.refit_every),

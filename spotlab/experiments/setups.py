@@ -21,11 +21,12 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from ..errors import TraceError
+from ..errors import JobError, TraceError
 from ..jobs.job import Job, Throughput
 from ..market.episodes import Episodes
 from ..market.market import Market
 from ..policies.semantics import Semantics
+from ..processes import at_most_cores
 from ..simulation.engine import simulate
 
 
@@ -45,6 +46,48 @@ class JobSpec:
     value_factor: float = 1.5
     miss_factor: float = 0.5  # miss penalty = miss_factor x value
 
+    def __post_init__(self) -> None:
+        """Each field checked by its own name: a bad one fails here, not as a derived number (the work, the hard
+        deadline) once the job is built. N_min above a market's GPUs is left to `job` (sized to the market)."""
+        def number(name: str, low: float, strict: bool, whole: bool = False, high: float | None = None) -> None:
+            v = getattr(self, name)
+            ok = not isinstance(v, bool) and isinstance(v, (int, float, np.integer, np.floating)) and np.isfinite(v)
+            if not ok:
+                raise JobError(f"job field {name}={v!r} is not a finite number")
+            if whole and v != int(v):
+                raise JobError(f"job field {name}={v!r} is not a whole number")
+            if v < low or (strict and v == low):
+                raise JobError(f"job field {name}={v!r} must be {'>' if strict else '>='} {low:g}")
+            if high is not None and v > high:
+                raise JobError(f"job field {name}={v!r} must be at most {high:g}")
+
+        number("deadline_h", 0.0, True)
+        number("gamma", 1.0, False)
+        number("load", 0.0, True)
+        if self.load > self.gamma:
+            raise JobError(f"job field load={self.load!r} must be at most gamma={self.gamma!r}: the work at N_max "
+                           "must fit before the hard deadline")
+        number("n_max", 1, False, whole=True)
+        number("n_min", 1, False, whole=True)
+        if self.n_min > self.n_max:
+            raise JobError(f"job field n_min={self.n_min!r} must be at most n_max={self.n_max!r}")
+        number("overhead_h", 0.0, False)
+        number("value_factor", 0.0, False)
+        number("miss_factor", 0.0, False)
+        if not isinstance(self.model, str):
+            raise JobError(f"job field model={self.model!r} is not a model name")
+        for name in ("alpha", "beta"):
+            v = getattr(self, name)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating))
+                                  or not np.isfinite(v)):
+                raise JobError(f"job field {name}={v!r} is not a finite number")
+        if self.alpha is not None and self.beta is not None:
+            for n in sorted({int(self.n_min), int(self.n_max)}):  # linear: positive at both ends, positive between
+                if not self.alpha * n + self.beta > 0:
+                    raise JobError(f"job fields alpha={self.alpha!r}, beta={self.beta!r}: H({n}) = alpha*{n} + beta "
+                                   f"= {self.alpha * n + self.beta:g} must be > 0 for every GPU count n_min..n_max "
+                                   f"({self.n_min}..{self.n_max})")
+
     def throughput(self, market: Market) -> Throughput:
         """The profile's fitted H(n) for this market's GPU, unless alpha and beta are given."""
         if self.alpha is not None and self.beta is not None:
@@ -57,6 +100,7 @@ class JobSpec:
         return job_throughput(self.model, gpu)
 
     def job(self, market: Market) -> Job:
+        """The job on `market`: N_max = min(n_max, the market's requested GPUs), N_min = min(n_min, N_max)."""
         n_max = max(1, min(int(self.n_max), int(market.requested)))
         n_min = min(int(self.n_min), n_max)
         tp = self.throughput(market)
@@ -95,10 +139,10 @@ def run_methods(methods: Mapping[str, tuple[str, dict[str, Any]]], episodes: Epi
 
     items = list(methods.items())
     if progress:
-        from tqdm.auto import tqdm
+        from ..progress import tqdm_bar
 
-        items = tqdm(items, desc="methods", leave=False)
-    frames = Parallel(n_jobs=n_jobs)(delayed(one)(label, n, dict(p)) for label, (n, p) in items)
+        items = tqdm_bar(items, desc="methods", leave=False, enabled=True)
+    frames = Parallel(n_jobs=at_most_cores(n_jobs))(delayed(one)(label, n, dict(p)) for label, (n, p) in items)
     return pd.concat(frames, ignore_index=True)
 
 

@@ -15,6 +15,9 @@ import numpy as np
 
 from ..errors import JobError
 
+MIN_WORK = 1e-3  # throughput units: the simulator resolves work to 1e-9 of them, so less is no job at all
+MAX_GPUS = 100_000  # beyond any cluster: a larger N_max is a typo, and arrays sized by it would not fit in memory
+
 
 @dataclass(frozen=True)
 class Throughput:
@@ -88,12 +91,15 @@ class Job:
         if self.hard_deadline_h is None:
             object.__setattr__(self, "hard_deadline_h", float(self.deadline_h))
         checks = [
-            (np.isfinite(self.work) and self.work > 0, f"work must be > 0 (got {self.work})"),
+            (np.isfinite(self.work) and self.work > 0, f"work must be > 0 (got {self.work:g})"),
+            (not self.work < MIN_WORK, (f"work must be at least {MIN_WORK:g} throughput units (got {self.work:g}): "
+                                        "the simulator resolves work to 1e-9 of them")),
             (np.isfinite(self.deadline_h) and self.deadline_h > 0, f"deadline must be > 0 hours (got {self.deadline_h})"),
             (self.hard_deadline_h >= self.deadline_h,
              f"hard deadline ({self.hard_deadline_h} h) must not be before the soft deadline ({self.deadline_h} h)"),
             (int(self.n_min) == self.n_min and int(self.n_max) == self.n_max and 1 <= self.n_min <= self.n_max,
              f"need integers 1 <= N_min <= N_max (got N_min={self.n_min}, N_max={self.n_max})"),
+            (self.n_max <= MAX_GPUS, f"N_max must be at most {MAX_GPUS} GPUs (got {self.n_max})"),
             (np.isfinite(self.overhead_h) and self.overhead_h >= 0, f"overhead must be >= 0 hours (got {self.overhead_h})"),
             (np.isfinite(self.checkpoint_gb) and self.checkpoint_gb >= 0,
              f"checkpoint size must be >= 0 GB (got {self.checkpoint_gb})"),
@@ -103,9 +109,12 @@ class Job:
         for ok, msg in checks:
             if not ok:
                 raise JobError(msg)
-        h = self.throughput(np.arange(self.n_min, self.n_max + 1))
+        # linear: positive at both ends is positive in between (and N_max may be large)
+        counts = np.unique([self.n_min, self.n_max]) if self.throughput.is_linear else np.arange(self.n_min,
+                                                                                                   self.n_max + 1)
+        h = self.throughput(counts)
         if np.any(h <= 0):
-            raise JobError(f"throughput H(n) must be > 0 for N_min..N_max, got {h.tolist()}")
+            raise JobError(f"throughput H(n) must be > 0 for N_min..N_max, got H({counts.tolist()}) = {h.tolist()}")
 
     @classmethod
     def from_gpu_hours(cls, work_hours: float, deadline_h: float, **kw) -> "Job":
@@ -141,11 +150,15 @@ class Job:
         need = self.overhead_h + self.work / self.max_rate
         slots_avail = np.floor(self.hard_deadline_h / slot_hours + 1e-9)
         if need > slots_avail * slot_hours + 1e-9:
+            if slots_avail < 1:
+                raise JobError(f"the hard deadline ({self.hard_deadline_h:g} h) is shorter than one slot of the "
+                               f"market ({slot_hours:g} h): resample it to shorter slots (CLI: --slot-hours, "
+                               "Python: slot_hours=)")
             raise JobError(
-                f"impossible deadline: the job needs {need:.3f} h on {self.n_max} on-demand GPU(s) "
+                f"impossible deadline: the job needs {need:.4g} h on {self.n_max} on-demand GPU(s) "
                 f"(work {self.work:g} at H({self.n_max})={self.max_rate:g}/h plus {self.overhead_h:g} h overhead) "
-                f"but the hard deadline leaves {slots_avail * slot_hours:.3f} h "
-                f"({int(slots_avail)} slots of {slot_hours:g} h)"
+                f"but the hard deadline leaves {slots_avail * slot_hours:.4g} h "
+                f"({slots_avail:.0f} slots of {slot_hours:g} h)"
             )
 
 
@@ -166,15 +179,40 @@ def make_job(
     """A job from user units (work in hours of one GPU, times in hours), checked: the one builder the CLI, the
     notebooks and the experiments use (`Job(...)` itself takes work in throughput units). `checkpoint_gb`: what
     a move between zones carries (`jobs.profiles.checkpoint_gb` gives it for a model and a method)."""
+    for name, v in (("work_hours", work_hours), ("deadline_hours", deadline_hours),
+                    ("hard_deadline_hours", hard_deadline_hours), ("overhead_hours", overhead_hours),
+                    ("alpha", alpha), ("beta", beta), ("value", value), ("miss_penalty", miss_penalty),
+                    ("checkpoint_gb", checkpoint_gb)):
+        required = name in ("work_hours", "deadline_hours")
+        if (v is not None or required) and (isinstance(v, bool) or not isinstance(v, (int, float, np.integer,
+                                                                                          np.floating))
+                                            or not np.isfinite(v)):
+            raise JobError(f"{name} must be a finite number, got {v!r}")
+    if overhead_hours < 0:
+        raise JobError(f"overhead_hours must be >= 0, got {overhead_hours!r} (CLI: --restart-overhead-hours)")
+    if miss_penalty < 0:
+        raise JobError(f"miss_penalty must be >= 0, got {miss_penalty!r} (CLI: --miss-penalty)")
+    for name, v in (("gpus", gpus), ("gpus_min", gpus_min), ("gpus_max", gpus_max)):
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1):
+            raise JobError(f"{name} must be a whole number of GPUs >= 1, got {v!r}")
     if gpus is not None and (gpus_min is not None or gpus_max is not None):
         raise JobError("give either gpus (N_min = N_max) or gpus_min/gpus_max, not both")
     n_max = gpus_max if gpus_max is not None else (gpus if gpus is not None else 1)
     n_min = gpus_min if gpus_min is not None else (gpus if gpus is not None else 1)
     lo = n_min if n_min is not None else 1
+    if n_min > n_max:
+        raise JobError(f"gpus_min={n_min} is above gpus_max={n_max} (CLI: --gpus-min/--gpus-max)")
+    if n_max > MAX_GPUS:
+        raise JobError(f"gpus_max={n_max} is more than {MAX_GPUS} GPUs (CLI: --gpus/--gpus-max)")
     for n in sorted({lo, max(lo, n_max)}):  # linear: positive at both ends is positive in between
         if not alpha * n + beta > 0:
             raise JobError(f"throughput H({n}) = alpha*{n} + beta = {alpha * n + beta:g} must be > 0 for every "
                            f"GPU count the job may use ({lo}..{n_max}); check --throughput-alpha/--throughput-beta")
+    h1 = alpha + beta
+    if np.isfinite(work_hours) and work_hours > 0 and work_hours * h1 < MIN_WORK:
+        raise JobError(f"work_hours={work_hours:g} at H(1) = alpha + beta = {h1:g} is {work_hours * h1:g} throughput "
+                       f"units, below the {MIN_WORK:g} the simulator resolves: scale alpha and beta up together, "
+                       "only their ratio matters (CLI: --throughput-alpha/--throughput-beta)")
     return Job.from_gpu_hours(
         work_hours, deadline_hours, hard_deadline_h=hard_deadline_hours, overhead_h=overhead_hours,
         n_min=n_min, n_max=n_max, throughput=Throughput(alpha=alpha, beta=beta), value=value,

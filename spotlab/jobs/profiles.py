@@ -45,6 +45,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ProfileError
+from ..input_paths import input_file
 from .job import Throughput
 
 __all__ = [
@@ -345,9 +346,7 @@ def load_measured(csv: str | Path | pd.DataFrame) -> pd.DataFrame:
     if isinstance(csv, pd.DataFrame):
         raw, where = csv.copy(), "measured profile"
     else:
-        path = Path(csv)
-        if not path.exists():
-            raise ProfileError(f"measured throughput CSV not found: {path}")
+        path = input_file(csv, "a measured throughput CSV (columns gpus, throughput)", ProfileError)
         try:
             raw = pd.read_csv(path)
         except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import TraceError
+from ..errors import ArgumentError, TraceError
 from .market import MAX_PRICE, Market, Observations
 from .marketplace import (
     is_marketplace_file,
@@ -25,9 +25,11 @@ from .marketplace import (
 )
 from .named import MARKET_SPECS
 from .sky_spot import is_json_trace, load_sky_spot_observations
+from ..text_files import TRACE_FILE
 from .tidy_csv import load_tidy_observations, read_tidy_csv
 
 FORMATS = ("tidy", "sky_spot", "marketplace")
+FORMAT_NAMES = {"tidy": "tidy market CSV", "sky_spot": "sky_spot JSON trace", "marketplace": "marketplace JSONL file"}
 SYNTHETIC_HOURS = 24 * 21  # a named synthetic market's length unless `hours` says otherwise
 
 
@@ -38,11 +40,15 @@ def trace_format(path: str | Path) -> str:
     return "sky_spot" if is_json_trace(path) else "tidy"
 
 
-def load_observations(path: str | Path, zone: str | None = None, convention: str = "preempted",
+def load_observations(path: str | Path, zone: str | None = None, convention: str | None = None,
                       requested: int | None = None) -> Observations:
-    """The raw observations of one zone of a trace of any format. A sky_spot trace is one zone; a marketplace
-    file's zone is a provider or "all" (its default), holding `requested` GPUs (default 8)."""
+    """The raw observations of one zone of a trace of any format. A sky_spot trace is one zone, read by its
+    `convention` (default "preempted"), which no other format has; a marketplace file's zone is a provider or
+    "all" (its default), holding `requested` GPUs (default 8)."""
     fmt = trace_format(path)
+    if convention is not None and fmt != "sky_spot":
+        raise TraceError(f"{path} is a {FORMAT_NAMES[fmt]}; a JSON convention (--json-convention, convention=) "
+                         "applies to sky_spot JSON traces only")
     if fmt == "marketplace":
         return load_marketplace_observations(path, "all" if zone is None else zone,
                                              requested=8 if requested is None else requested)
@@ -50,7 +56,7 @@ def load_observations(path: str | Path, zone: str | None = None, convention: str
         if zone is not None:
             raise TraceError(f"{path} is a sky_spot JSON trace of one zone; a zone (--zone, zone=) applies to "
                              "tidy CSVs and marketplace files")
-        return load_sky_spot_observations(path, convention, requested)
+        return load_sky_spot_observations(path, convention or "preempted", requested)
     if requested is not None:
         raise TraceError(f"{path}: a tidy CSV states how many GPUs were requested; `requested` applies to "
                          "sky_spot and marketplace traces")
@@ -69,7 +75,7 @@ def trace_zones(path: str | Path) -> list[str]:
 
 
 def _load_trace(path: str | Path, zone: str | None = None, slot_hours: float | None = None,
-               convention: str = "preempted", requested: int | None = None) -> Market:
+               convention: str | None = None, requested: int | None = None) -> Market:
     """One zone of a trace file of any format on a grid of `slot_hours` (default: its native step), as it is:
     no price assumed. `market.meta["format"]` says which format it was."""
     market = load_observations(path, zone, convention, requested).to_market(slot_hours)
@@ -77,7 +83,7 @@ def _load_trace(path: str | Path, zone: str | None = None, slot_hours: float | N
 
 
 def load_market(source: str | Path, *, zone: str | None = None, slot_hours: float | None = None,
-                convention: str = "preempted", requested: int | None = None, spot_price: float | None = None,
+                convention: str | None = None, requested: int | None = None, spot_price: float | None = None,
                 od_price: float | None = None, spot_share: float | None = None, hours: float | None = None,
                 seed: int = 0) -> Market:
     """A market from `source`: a named market (a key of `MARKET_SPECS`: the notebooks' traces with their
@@ -90,17 +96,28 @@ def load_market(source: str | Path, *, zone: str | None = None, slot_hours: floa
     simulate says which price is missing.
     """
     _check_prices(spot_price, od_price, spot_share)
+    if slot_hours is not None and (isinstance(slot_hours, bool) or not isinstance(slot_hours, (int, float, np.number))
+                                   or not math.isfinite(slot_hours) or slot_hours <= 0):
+        raise TraceError(f"slot_hours must be a finite number of hours > 0, got {slot_hours!r}")
+    if requested is not None and (isinstance(requested, bool) or not isinstance(requested, (int, np.integer))
+                                  or requested < 1):
+        raise TraceError(f"requested must be a whole number of GPUs >= 1, got {requested!r}")
+    if not isinstance(source, (str, Path)):
+        raise ArgumentError(f"source must be a trace path or a named market ({', '.join(MARKET_SPECS)}), got "
+                            f"{type(source).__name__} {source!r}")
+    if not str(source):
+        raise TraceError("source is an empty path; give a trace file or a named market")
     key = str(source)
     if key in MARKET_SPECS and not Path(key).exists():
         market = _named_market(key, slot_hours, SYNTHETIC_HOURS if hours is None else hours, seed, zone,
-                               convention)
+                               convention, requested)
     else:
         path, _, zone_in_key = key.partition("#")
         if zone is not None and zone_in_key and zone != zone_in_key:
             raise TraceError(f"{source}: the zone is given twice ({zone_in_key!r} in the path, {zone!r} as zone)")
         if not Path(path).exists():
             if Path(path).suffix or "/" in path or "\\" in path:
-                raise TraceError(f"{path}: no such file")
+                raise TraceError(f"{path}: no such file; expected {TRACE_FILE}")
             raise TraceError(f"unknown market {key!r}: neither a named market ({', '.join(MARKET_SPECS)}) "
                              "nor a trace file (tidy CSV, sky_spot JSON or marketplace JSONL; 'PATH#ZONE' for "
                              "one zone of a file with several)")
@@ -144,7 +161,7 @@ def _check_prices(spot_price, od_price, spot_share) -> None:
 
 
 def _named_market(key: str, slot_hours: float | None, hours: float, seed: int, zone: str | None,
-                  convention: str) -> Market:
+                  convention: str | None, requested: int | None) -> Market:
     """A named market on a grid of `slot_hours` (default 1 h for the synthetic ones, the native step for the
     traces), with its spec's price assumption and where its jobs start (`skip_hours`) in its meta."""
     from ..data.locate import dataset_path  # the download machinery, only for a named market
@@ -152,10 +169,15 @@ def _named_market(key: str, slot_hours: float | None, hours: float, seed: int, z
 
     spec = MARKET_SPECS[key]
     if spec.relpath is None:
+        given = [name for name, v in (("zone", zone), ("convention", convention), ("requested", requested))
+                 if v is not None]
+        if given:
+            raise TraceError(f"market {key!r} is synthetic (8 GPUs requested, one zone): {', '.join(given)} does not "
+                             "apply to it")
         market = synthetic_market(hours, slot_hours=1.0 if slot_hours is None else slot_hours, requested=8,
                                   od_price=3.0, regime=spec.regime, seed=seed)
         return replace(market, meta={**market.meta, "format": "synthetic", "market_key": key})
-    market = _load_trace(dataset_path(spec.relpath), zone or spec.zone, slot_hours, convention)
+    market = _load_trace(dataset_path(spec.relpath), zone or spec.zone, slot_hours, convention, requested)
     if spec.last_hours is not None and len(market) * market.slot_hours > spec.last_hours:
         market = market.window(len(market) - int(round(spec.last_hours / market.slot_hours)), len(market))
     if spec.spot_share is not None:

@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 MAX_PRICE = 1e9  # USD per GPU-hour: beyond this a run's cost can overflow to inf, so no source may state more
+MAX_COUNT = 10**9  # GPUs requested or available in a trace: more is a typo (and overflows a count's sums)
+MAX_SLOTS = 10_000_000  # slots of one market: more (a tiny slot length on a long trace) would not fit in memory
 
 
 @dataclass(frozen=True, eq=False)
@@ -153,6 +155,10 @@ def resample(obs: Observations, slot_hours: float | None = None) -> Market:
     t = np.asarray(obs.seconds, dtype=float) - float(obs.seconds[0])
     ends = np.append(t[1:], t[-1] + step)
     total = ends[-1]
+    if total / slot_s > MAX_SLOTS:
+        raise TraceError(f"{obs.name}: slots of {slot_s / 3600:g} h cut the trace's {total / 3600:g} h into "
+                         f"{total / slot_s:.3g} slots, more than the {MAX_SLOTS:.0e} a market may hold; give a "
+                         "longer slot (CLI: --slot-hours, Python: slot_hours=)")
     n_slots = int(np.floor(total / slot_s + 1e-9))
     if n_slots < 1:
         raise TraceError(

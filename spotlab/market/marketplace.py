@@ -48,8 +48,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import TraceError
-from .market import Market, Observations
 from ..text_files import read_text
+from .market import MAX_PRICE, Market, Observations
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -112,8 +112,11 @@ def is_marketplace_file(path: str | Path) -> bool:
 
 
 def _num(value: object, what: str, fail) -> float:
+    """A price in USD per GPU-hour: a finite number >= 0, at most `MAX_PRICE` (as on the command line)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
         fail(f"{what} = {value!r} is not a non-negative number")
+    if value > MAX_PRICE:
+        fail(f"{what} = {value!r} is above {MAX_PRICE:g} USD per GPU-hour")
     return float(value)
 
 

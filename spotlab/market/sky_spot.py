@@ -4,18 +4,15 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import TraceError
-from .market import Observations
-from ..text_files import read_text
-
-if TYPE_CHECKING:
-    pass
-
+from ..input_paths import input_file
+from ..text_files import TRACE_FILE, read_text
+from .market import MAX_COUNT, MAX_PRICE, Observations
 
 CONVENTIONS = ("preempted", "available")
 
@@ -43,9 +40,10 @@ def load_sky_spot_observations(
     data = obj["data"]
     if not isinstance(data, list) or not data:
         raise TraceError(f"{path}: 'data' must be a non-empty list")
-    bad = [i for i, v in enumerate(data) if isinstance(v, bool) or not isinstance(v, (int, float)) or v != int(v) or v < 0]
+    bad = [i for i, v in enumerate(data) if isinstance(v, bool) or not isinstance(v, (int, float))
+           or not math.isfinite(v) or v != int(v) or not 0 <= v <= MAX_COUNT]
     if bad:
-        raise TraceError(f"{path}: data[{bad[0]}] = {data[bad[0]]!r} is not a non-negative whole number")
+        raise TraceError(f"{path}: data[{bad[0]}] = {data[bad[0]]!r} is not a whole number in 0..{MAX_COUNT:.0e}")
     vals = np.asarray(data, dtype=np.int64)
     if convention == "preempted":
         if vals.max() > 1:
@@ -66,7 +64,7 @@ def load_sky_spot_observations(
     n = len(vals)
     spot = np.full(n, np.nan)
     od = np.full(n, np.nan)
-    per_instance = _gpus_per_instance(meta)
+    per_instance = _gpus_per_instance(meta, path)
     if "prices" in obj and obj["prices"] is not None:
         prices = obj["prices"]
         if not isinstance(prices, list) or len(prices) != n:
@@ -78,9 +76,20 @@ def load_sky_spot_observations(
         badp = np.flatnonzero(~np.isfinite(spot) | (spot < 0))
         if badp.size:
             raise TraceError(f"{path}: prices[{badp[0]}] = {prices[badp[0]]!r} is not a valid price (NaN or negative)")
+        badp = np.flatnonzero(spot > MAX_PRICE)
+        if badp.size:
+            raise TraceError(f"{path}: prices[{badp[0]}] = {prices[badp[0]]!r} is above {MAX_PRICE:g} USD per "
+                             "GPU-hour")
     info = meta.get("price_info") if isinstance(meta, dict) else None
-    if isinstance(info, dict) and isinstance(info.get("on_demand_price"), (int, float)):
-        od[:] = float(info["on_demand_price"]) / per_instance
+    if isinstance(info, dict) and info.get("on_demand_price") is not None:
+        given = info["on_demand_price"]
+        if isinstance(given, bool) or not isinstance(given, (int, float)) or not np.isfinite(given) or given < 0:
+            raise TraceError(f"{path}: metadata.price_info.on_demand_price = {given!r} is not a price (a finite "
+                             "number >= 0)")
+        if given / per_instance > MAX_PRICE:
+            raise TraceError(f"{path}: metadata.price_info.on_demand_price = {given!r} is above {MAX_PRICE:g} USD "
+                             "per GPU-hour")
+        od[:] = float(given) / per_instance
     origin = None
     start = meta.get("start_time") if isinstance(meta, dict) else None
     if isinstance(start, str):
@@ -101,21 +110,24 @@ def load_sky_spot_observations(
     )
 
 
-def _gpus_per_instance(meta: dict) -> float:
+def _gpus_per_instance(meta: dict, path: Path) -> float:
     """Prices in sky_spot files are per machine; divide by its GPUs to get USD per GPU-hour."""
     info = meta.get("price_info") if isinstance(meta, dict) else None
     if isinstance(info, dict):
-        for comp in info.get("components") or []:
-            if isinstance(comp, dict) and comp.get("label") == "gpu" and isinstance(comp.get("quantity"), (int, float)):
-                if comp["quantity"] > 0:
-                    return float(comp["quantity"])
+        for i, comp in enumerate(info.get("components") or []):
+            if isinstance(comp, dict) and comp.get("label") == "gpu" and "quantity" in comp:
+                q = comp["quantity"]
+                if isinstance(q, bool) or not isinstance(q, (int, float)) or not math.isfinite(q) or q <= 0:
+                    raise TraceError(f"{path}: metadata.price_info.components[{i}].quantity = {q!r} is not a number "
+                                     "of GPUs > 0")
+                return float(q)
     return 1.0
 
 
 def is_json_trace(path: str | Path) -> bool:
     """sky_spot JSON traces start with '{'; tidy traces are CSV (possibly gzip'd). A marketplace JSONL file
     starts with '{' too: `load.trace_format` tells it apart first."""
-    path = Path(path)
+    path = input_file(path, TRACE_FILE, TraceError)
     head = b""
     try:
         with open(path, "rb") as fh:
@@ -123,10 +135,6 @@ def is_json_trace(path: str | Path) -> bool:
         opener = gzip.open if head == b"\x1f\x8b" else open
         with opener(path, "rb") as fh:
             return fh.read(256).lstrip()[:1] in (b"{", b"[")
-    except FileNotFoundError:
-        raise TraceError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise TraceError(f"{path}: is a directory, expected a trace file") from None
     except (OSError, EOFError) as exc:
         what = "damaged gzip file" if head == b"\x1f\x8b" else "cannot be read"
         raise TraceError(f"{path}: {what} ({exc})") from None

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import TraceError
-from .market import Market
+from .market import MAX_SLOTS, Market
 
 
 @dataclass(frozen=True)
@@ -57,8 +57,18 @@ def synthetic_market(
         name, reg = regime, REGIMES[regime]
     else:
         name, reg = "custom", regime
+    for label, v in (("hours", hours), ("slot_hours", slot_hours), ("requested", requested), ("od_price", od_price),
+                     ("seed", seed)):
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not np.isfinite(v):
+            raise TraceError(f"synthetic market: {label} must be a finite number, got {v!r}")
     if not (hours > 0 and slot_hours > 0 and requested >= 1 and od_price > 0):
-        raise TraceError("synthetic market needs hours > 0, slot_hours > 0, requested >= 1 and od_price > 0")
+        raise TraceError(f"synthetic market needs hours > 0, slot_hours > 0, requested >= 1 and od_price > 0 (got "
+                         f"hours={hours!r}, slot_hours={slot_hours!r}, requested={requested!r}, od_price={od_price!r})")
+    if hours / slot_hours > MAX_SLOTS:
+        raise TraceError(f"synthetic market: {hours:g} h of {slot_hours:g}-h slots is {hours / slot_hours:.3g} slots, "
+                         f"more than the {MAX_SLOTS:.0e} a market may hold")
+    if seed < 0 or seed != int(seed):
+        raise TraceError(f"synthetic market: seed must be a whole number >= 0, got {seed!r}")
     n = int(np.floor(hours / slot_hours + 1e-9))
     if n < 1:
         raise TraceError(f"{hours} h is shorter than one slot of {slot_hours} h")

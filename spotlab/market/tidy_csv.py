@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import TraceError
-from .market import Market, Observations
 from ..text_files import read_text
+from .market import MAX_COUNT, MAX_PRICE, Market, Observations
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -36,13 +36,17 @@ def read_tidy_csv(path: str | Path) -> pd.DataFrame:
     import pandas as pd
     path = Path(path)
     df = _read_csv_strings(path)
+    df.columns = [str(c).strip() for c in df.columns]  # " zone" is the zone column
     missing = [c for c in TIDY_COLUMNS if c not in df.columns]
     if missing and len(df.columns) and str(df.columns[0]).lstrip()[:1] in ("[", "{"):
         raise TraceError(f"{path}: this is JSON, not a tidy market CSV; a sky_spot JSON trace is one object "
                          '{"metadata": {"gap_seconds": ...}, "data": [...]}, not a bare list')
     if missing:
+        found = ", ".join(repr(str(c))[:40] for c in df.columns[:8]) + (", ..." if len(df.columns) > 8 else "")
+        sep = next((s for s in (";", "\t", "|") if len(df.columns) == 1 and s in str(df.columns[0])), None)
         raise TraceError(
-            f"{path}: missing column(s) {', '.join(missing)}; a tidy market CSV needs {', '.join(TIDY_COLUMNS)}"
+            f"{path}: missing column(s) {', '.join(missing)}; a tidy market CSV needs {', '.join(TIDY_COLUMNS)} "
+            + (f"separated by commas (this file is separated by {sep!r})" if sep else f"(found {found})")
         )
     if df.empty:
         raise TraceError(f"{path}: no data rows (header only)")
@@ -68,6 +72,8 @@ def read_tidy_csv(path: str | Path) -> pd.DataFrame:
         bad = vals.isna() | (vals != np.round(vals))
         if bad.any():
             fail(bad.to_numpy(), f"{col} is not a whole number")
+        if (vals.abs() > MAX_COUNT).any():
+            fail((vals.abs() > MAX_COUNT).to_numpy(), f"{col} is above {MAX_COUNT:.0e} GPUs")
         out[col] = vals.astype(np.int64)
     if (out["requested"] < 1).any():
         fail((out["requested"] < 1).to_numpy(), "requested must be >= 1")
@@ -83,6 +89,8 @@ def read_tidy_csv(path: str | Path) -> pd.DataFrame:
             fail(bad_text.to_numpy(), f"{col} is not a number (NaN, inf or text)")
         if (vals < 0).any():
             fail((vals < 0).fillna(False).to_numpy(), f"negative {col}")
+        if (vals > MAX_PRICE).any():
+            fail((vals > MAX_PRICE).fillna(False).to_numpy(), f"{col} above {MAX_PRICE:g} USD per GPU-hour")
         out[col] = vals.astype(float)
     for extra in ("cloud", "gpu"):
         out[extra] = df[extra] if extra in df.columns else ""

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import TraceError
+from ..errors import ArgumentError, TraceError
 from .episodes import Episodes
 from .market import Market
 from .windows_file import Windows, read_windows
@@ -47,6 +47,9 @@ def cut_windows(market: Market | ZonedMarket, *, windows: str | Path | Windows |
                                   skip_hours=skip_hours, history_hours=history_hours, max_jobs=max_jobs)
                       for z in market.zones)
         return ZonedEpisodes(parts, market.names, market.regions)
+    if not isinstance(market, Market):
+        raise ArgumentError(f"cut_windows: market must be a Market (spotlab.market.load.load_market(...)), got "
+                            f"{type(market).__name__}")
     dt = market.slot_hours
     history = _slots(history_hours, dt, "history_hours", minimum=0)
     if windows is not None:
@@ -60,7 +63,9 @@ def cut_windows(market: Market | ZonedMarket, *, windows: str | Path | Windows |
         return Episodes.from_markets([market])
     if horizon_hours is None:
         raise TraceError("cutting the trace into jobs needs the job's horizon (its hard deadline)")
-    length = int(np.ceil(horizon_hours / dt - 1e-7))
+    length = _slots(horizon_hours, dt, "horizon_hours", minimum=0, rounding=np.ceil)
+    if length < 1:
+        raise TraceError(f"horizon_hours must be > 0 (the job's hard deadline), got {horizon_hours!r}")
     stride = _slots(stride_hours, dt, "stride_hours", minimum=1)
     if skip_hours is None:
         skip_hours = market.meta.get("skip_hours", history_hours)
@@ -84,14 +89,17 @@ def stride_starts(n_slots: int, length: int, stride: int, skip: int = 0, max_job
     return starts if max_jobs is None else starts[:int(max_jobs)]
 
 
-def _slots(hours: float, dt: float, name: str, minimum: int) -> int:
+def _slots(hours: float, dt: float, name: str, minimum: int, rounding=None) -> int:
+    """`hours` in slots of `dt` (rounded, or by `rounding` of hours / dt - 1e-7), at least `minimum`."""
+    if isinstance(hours, (bool, str, bytes)):
+        raise TraceError(f"{name} must be a number of hours, got {hours!r}")
     try:
         value = float(hours)
     except (TypeError, ValueError):
         raise TraceError(f"{name} must be a number of hours, got {hours!r}") from None
     if not np.isfinite(value) or value < 0:
         raise TraceError(f"{name} must be a finite number of hours >= 0, got {hours!r}")
-    n = int(round(value / dt))
+    n = int(round(value / dt)) if rounding is None else int(rounding(value / dt - 1e-7))
     if n < minimum:
         raise TraceError(f"{name} {value:g} h is shorter than one slot of {dt:g} h")
     return n

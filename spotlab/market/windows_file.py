@@ -36,7 +36,7 @@ def read_windows(path: str | Path, n_ticks: int | None = None) -> Windows:
     """Read and validate a windows CSV with the standard library and numpy: the simulator's command line reads
     30,000 windows this way without paying for pandas' import."""
     path = Path(path)
-    text = read_text(path)
+    text = read_text(path, "a windows file (CSV: window, start_tick, end_tick)")
     if not text.strip():
         raise TraceError(f"{path}: empty file")
     reader = csv.reader(StringIO(text))
@@ -73,7 +73,7 @@ def read_windows(path: str | Path, n_ticks: int | None = None) -> Windows:
             v = np.array([_number(c) for c in cells])
         if not whole:
             return v
-        bad = ~np.isfinite(v) | (v != np.round(v)) | (v < 0)
+        bad = ~np.isfinite(v) | (v != np.round(v)) | (v < 0) | (v > 2**53)  # beyond: not a tick of any trace
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             raise TraceError(f"{path}: line {line[i]}: {name} = {cells[i]!r} is not a non-negative whole number")

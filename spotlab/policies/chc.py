@@ -65,6 +65,10 @@ WINDOW_TIE_BREAK = 0.01
 # where the tail's spot comes from: "auto" (the oracle's future with predictor="oracle", else the past), the
 # past ("past"), or the oracle's forecast of the slots after the window ("oracle")
 TAILS = ("auto", "past", "oracle")
+# A window or commitment past the hard deadline plans slots where nothing can run, and tail blocks beyond one per
+# slot are empty: both are cut to the job's horizon in slots (blocks never below this default), so that w=100000
+# costs neither gigabytes nor minutes and plans what w=horizon plans.
+DEFAULT_BLOCKS = 24
 
 
 class CHC(OnlinePolicy):
@@ -85,7 +89,7 @@ class CHC(OnlinePolicy):
         restart_reserve: bool = True,
         refit_hours: float = 24.0,
         train_hours: float = 168.0,
-        blocks: int = 24,
+        blocks: int = DEFAULT_BLOCKS,
         method: str = "auto",
         solver: str = "glpk",
         time_limit: float = 5.0,
@@ -133,8 +137,8 @@ class CHC(OnlinePolicy):
         "seed": [Interval(Integral, 0, None)],
     }
     _parameter_help = {
-        "w": "look-ahead window in slots",
-        "v": "commitment: slots executed from each plan before replanning",
+        "w": "look-ahead window in slots (one past the job's hard deadline is cut there)",
+        "v": "commitment: slots executed from each plan before replanning (at most w)",
         "predictor": "forecasting model (spotlab forecast --model names) or oracle",
         "sigma": "the oracle's forecast error, sigma*sqrt(h) at h slots ahead (0: perfect foresight)",
         "quantile": "plan on the GPUs available with this probability (None: the mean forecast)",
@@ -147,7 +151,8 @@ class CHC(OnlinePolicy):
                            "deadline, before a tail read from the past",
         "refit_hours": "hours between refits of the forecaster",
         "train_hours": "hours of history each forecaster fit uses",
-        "blocks": "at most this many time blocks model the tail from the end of the window to the hard deadline",
+        "blocks": "at most this many time blocks model the tail from the end of the window to the hard deadline "
+                  "(more than one per slot of the job are cut, never below 24)",
         "method": "window problems: auto (the dynamic programme, the MILP where it does not apply), dp or milp",
         "solver": "MILP solver: glpk or highs",
         "time_limit": "seconds per solve; a time-out keeps the best schedule found (its gap is reported)",
@@ -170,9 +175,12 @@ class CHC(OnlinePolicy):
         super().reset(ctx)
         ep, job = ctx.episodes, ctx.job
         self.dt_ = ep.slot_hours
-        self.problem_ = WindowProblem(job, int(self.w), self.dt_, int(self.blocks))
-        n_ctrl = int(self.v) if self.averaging else 1
-        W, span = ep.n, ctx.horizon + int(self.w) + 1
+        horizon = max(1, int(ctx.horizon))
+        self.w_ = min(int(self.w), horizon)
+        self.v_ = min(int(self.v), self.w_)
+        self.problem_ = WindowProblem(job, self.w_, self.dt_, min(int(self.blocks), max(horizon, DEFAULT_BLOCKS)))
+        n_ctrl = self.v_ if self.averaging else 1
+        W, span = ep.n, ctx.horizon + self.w_ + 1
         self.plan_o_ = np.full((n_ctrl, W, span), -1, dtype=np.int64)
         self.plan_s_ = np.full((n_ctrl, W, span), -1, dtype=np.int64)
         self.fallback_ = UniformProgress()
@@ -246,7 +254,7 @@ class CHC(OnlinePolicy):
 
     def forecast(self, i: int, t: int, obs: Observation) -> tuple[np.ndarray, np.ndarray]:
         """Availability and spot price of window i for slots t..t+w-1 (slot t observed)."""
-        k = int(self.w) - 1
+        k = self.w_ - 1
         tic = time.perf_counter()
         a, p = np.array([float(obs.avail[i])]), np.array([float(obs.spot_price[i])])
         if k:
@@ -259,7 +267,7 @@ class CHC(OnlinePolicy):
     # ------------------------------------------------------------------------------------------ act
 
     def _plan(self, i: int, t: int, obs: Observation) -> tuple[np.ndarray, np.ndarray] | None:
-        ep, w = self.ctx_.episodes, int(self.w)
+        ep, w = self.ctx_.episodes, self.w_
         a, p = self.forecast(i, t, obs)
         od_row = ep.od_price[i]
         od = np.asarray(od_row[t:t + w], dtype=float)
@@ -425,11 +433,11 @@ class CHC(OnlinePolicy):
         period = day if abs(day * dt - 24.0) < 1e-6 else 1  # slots that do not tile a day: no daily cycle
         profile = daily_profile(usable, period)
         cap = profile[(usable.size - 1 + k) % profile.size]
-        beta, mean = lag_slopes(usable, k - (int(self.w) - 1))
+        beta, mean = lag_slopes(usable, k - (self.w_ - 1))
         return np.clip(cap + beta * (level - mean), 0.0, float(self.job.n_max))
 
     def act(self, obs: Observation):
-        t, v = obs.t, int(self.v)
+        t, v = obs.t, self.v_
         W = obs.remaining.size
         n_ctrl = self.plan_o_.shape[0]
         for c in range(n_ctrl):

@@ -24,7 +24,6 @@ from numbers import Integral, Real
 
 import numpy as np
 from joblib import Parallel, delayed
-from tqdm.auto import tqdm
 
 from ..errors import PolicyError, TooManyLabels
 from ..optimum.dp.exact import exact_dp
@@ -35,6 +34,7 @@ from ..optimum.dp.zones import ZonesDP, solve_zones
 from ..optimum.solve import DEFAULT_GAP, OptimumProblem, OptimumResult
 from ..params import Boolean, Interval, Options, Params
 from ..processes import worker_count
+from ..progress import tqdm_bar
 from ..simulation.interface import Action, Context, Observation
 from ..simulation.slots import horizon_slots
 
@@ -160,8 +160,8 @@ class Optimal(Params):
             parts = (_solve_chunk(*a) for a in args)
         else:
             parts = Parallel(n_jobs=jobs, return_as="generator")(delayed(_solve_chunk)(*a) for a in args)
-        with tqdm(total=W, initial=len(results), desc="optimum", unit="window", disable=None if W >= 8 else True,
-                  leave=False) as bar:
+        with tqdm_bar(total=W, initial=len(results), desc="optimum", unit="window", enabled=None if W >= 8 else False,
+                      leave=False) as bar:
             for part in parts:
                 results.extend(part)
                 bar.update(len(part))
@@ -189,8 +189,8 @@ class Optimal(Params):
         T = min(H, horizon_slots(ctx.job, zoned.slot_hours))
         dp = ZonesDP(ctx.job, T, zoned.slot_hours, ctx.settings, zoned.regions, zoned.z, self.must_finish)
         plans = []
-        for w in tqdm(range(zoned.n), desc="optimum", unit="window", disable=None if zoned.n >= 4 else True,
-                      leave=False):
+        for w in tqdm_bar(range(zoned.n), desc="optimum", unit="window", enabled=None if zoned.n >= 4 else False,
+                          leave=False):
             A = np.stack([e.avail[w, :T] for e in zoned.zones])
             SP = np.stack([e.spot_price[w, :T] for e in zoned.zones])
             OD = np.stack([e.od_price[w, :T] for e in zoned.zones])

@@ -38,6 +38,9 @@ def make_policy(name: str, params: Mapping[str, Any] | None = None, safety_net: 
     from .safety_net import SafetyNet, check_variant
 
     check_variant(safety_net, give_up)
+    if params is not None and not isinstance(params, Mapping):
+        raise PolicyError(f"policy {name!r}: params must be a mapping of parameter names to values, got "
+                          f"{type(params).__name__}")
     policy = build(policy_class(name), dict(params or {}), f"policy {name!r}", PolicyError)
     if not getattr(policy, "online", False) or safety_net == "off":
         return policy

@@ -8,6 +8,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..errors import ArgumentError
 from ..jobs.job import Job
 from ..market.episodes import Episodes, episode_rows
 from ..simulation.engine import simulate
@@ -33,9 +34,19 @@ def run_policy(policy: str, params: dict, episodes: Episodes, job: Job, semantic
     `metrics()`) or "metrics"; only the per-slot arrays these read are recorded (30,000 windows would otherwise
     fill ~1 GB with per-slot arrays, and writing them costs more than the simulation)."""
     if keep not in ("all", "summary", "metrics"):
-        raise ValueError(f"keep must be 'all', 'summary' or 'metrics', got {keep!r}")
+        raise ArgumentError(f"keep must be 'all', 'summary' or 'metrics', got {keep!r}")
+    if not isinstance(policy, str):
+        raise ArgumentError(f"run_policy: policy is a registered name (spotlab policies), got {type(policy).__name__}; "
+                            "run a built policy object with spotlab.simulation.engine.simulate")
+    if params is not None and not isinstance(params, Mapping):
+        raise ArgumentError(f"run_policy: params must be a mapping of parameter names to values, got "
+                            f"{type(params).__name__}")
+    if not isinstance(episodes, Episodes):
+        raise ArgumentError(f"run_policy: episodes must be Episodes (spotlab.market.windows.cut_windows(market, "
+                            f"...)), got {type(episodes).__name__}")
     if not isinstance(semantics, Semantics):
-        raise TypeError(f"run_policy: semantics must be a Semantics (e.g. semantics_for(market)), got {semantics!r}")
+        raise ArgumentError(f"run_policy: semantics must be a Semantics (e.g. semantics_for(market)), got "
+                            f"{semantics!r}")
     settings = semantics.settings
     wrap = wrap or (lambda p: p)
     needed = None if keep == "all" else _arrays_used(job, settings, keep)

@@ -99,6 +99,9 @@ def check_variant(variant: object, give_up: object) -> None:
         raise PolicyError(f"safety net must be one of {', '.join(NET_VARIANTS)}, got {variant!r}")
     if not isinstance(give_up, (bool, np.bool_)):
         raise PolicyError(f"give_up must be true or false, got {give_up!r}")
+    if give_up and variant == "off":
+        raise PolicyError("give_up lets the safety net stop a job; with the net off (safety net 'off') there is "
+                          "none to do it")
 
 
 class SafetyNet:

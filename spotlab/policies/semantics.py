@@ -21,8 +21,10 @@ from ..market.egress import DEFAULT_EGRESS, EgressTable
 from ..market.market import Market
 from ..simulation.settings import SimSettings
 from .registry import make_policy
+from .safety_net import check_variant
 
 SEMANTICS = ("auto", "cant-be-late", "spotlab", "skynomad", "leaderboard")
+BILLINGS = ("fractional", "full")  # the engine's (`SimSettings.billing`)
 
 # The engine's rules of each named rule set beyond billing (see SimSettings).
 ZONE_RULES: dict[str, dict[str, Any]] = {
@@ -46,6 +48,9 @@ class Semantics:
     def __post_init__(self) -> None:
         if self.rules not in ZONE_RULES:
             raise TraceError(f"unknown zone rules {self.rules!r}; use one of {', '.join(ZONE_RULES)}")
+        if self.billing not in BILLINGS:
+            raise TraceError(f"unknown billing {self.billing!r}; use one of {', '.join(BILLINGS)}")
+        check_variant(self.safety_net, self.give_up)
 
     @classmethod
     def cant_be_late(cls) -> "Semantics":

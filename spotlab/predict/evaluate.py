@@ -25,6 +25,7 @@ import pandas as pd
 
 from ..errors import PredictionError
 from ..market.market import Market
+from ..processes import at_most_cores
 from . import metrics
 from .base import Predictor, check_slot_hours, slots_per
 from .forecaster import TARGETS, Forecaster
@@ -354,7 +355,7 @@ def compare(
     else:
         from joblib import Parallel, delayed
 
-        parts = Parallel(n_jobs=n_jobs)(delayed(_scored)(label, series, spec, kw) for label, spec in named.items())
+        parts = Parallel(n_jobs=at_most_cores(n_jobs))(delayed(_scored)(label, series, spec, kw) for label, spec in named.items())
     return _with_skill(pd.concat(parts, ignore_index=True), [])
 
 
@@ -383,7 +384,7 @@ def evaluate_zones(
         raise PredictionError("evaluate_zones: no zones given")
     named = _named(models)
     tasks = [(z, label, s, spec) for z, s in items.items() for label, spec in named.items()]
-    parts = Parallel(n_jobs=n_jobs)(delayed(_scored)(label, s, spec, kw) for _, label, s, spec in tasks)
+    parts = Parallel(n_jobs=at_most_cores(n_jobs))(delayed(_scored)(label, s, spec, kw) for _, label, s, spec in tasks)
     for (z, *_), part in zip(tasks, parts):
         part.insert(0, "zone", z)
     return _with_skill(pd.concat(parts, ignore_index=True), ["zone"])

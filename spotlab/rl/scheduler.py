@@ -31,9 +31,13 @@ class RLAgent(Scheduler):
 
     def __init__(self, model: str = "", deterministic: bool = True) -> None:
         if not isinstance(model, str) or not model:
-            raise RLError("rl_agent needs model=DIR, a folder written by `spotlab rl train --out DIR`")
+            raise RLError("rl_agent needs model=DIR, a folder written by `spotlab rl train --out DIR` (`spotlab "
+                          "cotune cluster`: --scheduler-param rl_agent.model=DIR)")
         if not isinstance(deterministic, (bool, np.bool_)):
             raise RLError(f"deterministic must be True or False, got {deterministic!r}")
+        from .train import load_settings
+
+        load_settings(model)  # a missing or foreign folder fails here, before a cluster run starts
         self.model = model
         self.deterministic = bool(deterministic)
         self._agent: Any = None

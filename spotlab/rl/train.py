@@ -71,6 +71,9 @@ class TrainSettings:
                 raise RLError(f"{name} must be a whole number >= 1, got {v!r}")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
             raise RLError(f"seed must be a whole number >= 0, got {self.seed!r}")
+        if self.slots > int(self.workload.size):
+            raise RLError(f"slots={self.slots}: the agent never sees more queued jobs than a window holds "
+                          f"({self.workload.size}); give at most {self.workload.size} (CLI: --slots, --window-size)")
         if self.imitation is not None:
             from .teachers import check_teacher
 
@@ -104,6 +107,8 @@ class TrainResult:
 def load_settings(model_dir: str | Path) -> tuple[TrainSettings, dict[str, Any]]:
     """The settings a saved agent was trained with, and the whole record of ``model.json``."""
     folder = Path(model_dir)
+    if folder.exists() and not folder.is_dir():
+        raise RLError(f"{model_dir} is a file; expected a model folder written by `spotlab rl train --out DIR`")
     if not folder.is_dir():
         raise RLError(f"model folder {model_dir} does not exist (train one with `spotlab rl train --out DIR`)")
     path = folder / SETTINGS_FILE

@@ -27,6 +27,7 @@ from ..jobs.job import Job
 from ..market.episodes import Episodes
 from ..market.market import Market
 from ..market.zoned_episodes import ZonedEpisodes
+from ..params import check_seed
 from .interface import Context, Observation, Policy, check_action
 from .result import RECORDED, WINDOW_VIEWS, WRITTEN, SimulationResult
 from .settings import SimSettings
@@ -50,7 +51,7 @@ def simulate(
     time, where the policy's actions take it, under the zone rules of `settings`. `record` names the per-slot
     arrays to keep (default: all of `RECORDED`); a long run that only needs its metrics records one or two and
     never allocates the rest."""
-    _check_arguments(policy, market, job, settings)
+    _check_arguments(policy, market, job, settings, seed)
     settings = settings or SimSettings()
     zoned = market if isinstance(market, ZonedEpisodes) else None
     if zoned is not None:
@@ -68,7 +69,7 @@ def simulate(
         i = int(np.argmin(ep.length))
         raise TraceError(
             f"{ep.names[i]}: the trace has {ep.length[i]} slots ({ep.length[i] * dt:g} h) but the job's hard "
-            f"deadline needs {H} slots ({job.hard_deadline_h:g} h); use a longer trace or an earlier deadline"
+            f"deadline needs {H:g} slots ({job.hard_deadline_h:g} h); use a longer trace or an earlier deadline"
         )
     if settings.deadline == "none":  # the job runs on past its deadline, as far as its window goes
         H = int(ep.length.max())
@@ -298,7 +299,7 @@ class _Zones:
         return self.od_hours * first_od + self.spot_hours * first_sp
 
 
-def _check_arguments(policy, market, job, settings) -> None:
+def _check_arguments(policy, market, job, settings, seed) -> None:
     """Misuse of the Python API fails here with a message that says what to pass, not deep inside as an
     AttributeError."""
     if isinstance(policy, str):
@@ -320,3 +321,4 @@ def _check_arguments(policy, market, job, settings) -> None:
                             f"deadline_hours=...)), got {type(job).__name__}")
     if settings is not None and not isinstance(settings, SimSettings):
         raise ArgumentError(f"simulate: settings must be a SimSettings or None, got {type(settings).__name__}")
+    check_seed(seed, ArgumentError)

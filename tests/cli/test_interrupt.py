@@ -46,9 +46,9 @@ def _alive(pid: int) -> bool:
 
 
 def _interrupt(cmd: list[str], sig: int, want: int, cwd: Path | None = None, timeout: float = 90.0,
-               group: bool = False):
-    """Run `cmd`, wait for `want` descendants, send `sig` to the parent (`group`: to its whole process group, as
-    Ctrl-C in a terminal does); returns (rc, stderr, children, seconds)."""
+               group: bool = False, settle_s: float = 1.0):
+    """Run `cmd`, wait for `want` descendants and `settle_s` more seconds, send `sig` to the parent (`group`: to
+    its whole process group, as Ctrl-C in a terminal does); returns (rc, stderr, children, seconds)."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=cwd, env=env,
                             start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
@@ -62,7 +62,8 @@ def _interrupt(cmd: list[str], sig: int, want: int, cwd: Path | None = None, tim
             time.sleep(0.25)
         assert proc.poll() is None, f"the command ended before it was interrupted: {proc.stderr.read()}"
         assert len(kids) >= want, f"expected {want} child processes, found {kids}"
-        time.sleep(1.0)
+        time.sleep(settle_s)
+        assert proc.poll() is None, f"the command ended before it was interrupted: {proc.stderr.read()}"
         kids = sorted(set(kids) | set(descendants(proc.pid)))
         sent = time.monotonic()
         if group:
@@ -122,3 +123,21 @@ def test_sweep_leaves_no_worker_nor_kernel(tmp_path):
            "--jobs", "2", "--out", str(tmp_path / "sweep")]
     rc, err, kids, took = _interrupt(cmd, signal.SIGTERM, want=4)  # 2 loky workers, each with a kernel
     _check(rc, err, kids, took, "spotlab sweep: stopped by SIGTERM")
+
+
+@pytest.mark.slow
+def test_long_chc_run_stops_on_sigterm(tmp_path):
+    """A CHC run with a window far past the job (clamped to its horizon, so it neither fills the memory nor ends
+    soon) stops on SIGTERM within seconds, with one line: no solver or model-builder log of the stop."""
+    import numpy as np
+    import pandas as pd
+
+    n = 6 * 24 * 10  # ten days of 10-minute slots
+    t = pd.date_range("2025-01-01", periods=n, freq="10min", tz="UTC").strftime("%Y-%m-%dT%H:%M:%SZ")
+    avail = np.tile(np.r_[np.ones(30), np.zeros(30)], n // 60 + 1)[:n].astype(int)
+    pd.DataFrame({"time": t, "zone": "z", "requested": 1, "available": avail, "spot_price": 1.0,
+                  "on_demand_price": 3.0}).to_csv(tmp_path / "trace.csv", index=False)
+    cmd = [sys.executable, "-m", "spotlab", "simulate", "--trace", str(tmp_path / "trace.csv"), "--policy", "chc",
+           "--param", "w=100000", "--param", "predictor=oracle", "--work-hours", "48", "--deadline-hours", "52",
+           "--restart-overhead-hours", "0.1", "--json"]
+    _check(*_interrupt(cmd, signal.SIGTERM, want=0, settle_s=8.0), "spotlab simulate: stopped by SIGTERM")

@@ -228,7 +228,7 @@ def test_bad_file_one_line_error(tmp_path, text, problem):
 def test_unreadable_files(tmp_path):
     bad_gz = tmp_path / "bad.csv.gz"
     bad_gz.write_bytes(b"\x1f\x8b" + b"junk" * 10)
-    for path, problem in ((tmp_path / "missing.csv", "no such file"), (tmp_path, "is a directory"),
+    for path, problem in ((tmp_path / "missing.csv", "no such file"), (tmp_path, "is a folder; expected a job trace file"),
                           (bad_gz, "damaged gzip file")):
         with pytest.raises(TraceError, match=problem) as info:
             read_job_table(path)

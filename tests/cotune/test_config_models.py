@@ -159,8 +159,10 @@ def test_parquet_without_engine_is_a_clear_error(tmp_path):
 
 
 def test_loader_missing_file(tmp_path):
-    with pytest.raises(RunsError, match="not found"):
+    with pytest.raises(RunsError, match="nope.csv: no such file; expected a runs file"):
         load_runs(tmp_path / "nope.csv")
+    with pytest.raises(RunsError, match="is a folder; expected a runs file"):
+        load_runs(tmp_path)
 
 
 # ---------------------------------------------------------------------------------------------- predictors

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from dataclasses import asdict
@@ -12,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spotlab.errors import PolicyError, TraceError
+from spotlab.errors import PolicyError, SpotlabError, TraceError
 from spotlab.experiments import setups
 from spotlab.experiments.heldout import BARS, HeldOut, bars, heldout_check, random_spec
 from spotlab.market.synthetic import synthetic_market
@@ -52,8 +53,31 @@ def test_fixed_fields_override_the_drawn_ones_and_unknown_ones_fail():
         {k: v for k, v in asdict(random_spec(3, 1)).items() if k not in ("n_max", "value_factor")}
     with pytest.raises(TraceError, match="unknown job field"):
         random_spec(0, 0, workload=3)
-    with pytest.raises(TraceError, match="job fields"):
+    with pytest.raises(TraceError, match="job field load='much' is not a number"):
         random_spec(0, 0, load="much")
+    with pytest.raises(TraceError, match="model does not apply"):
+        random_spec(0, 0, model="llama2-13b")
+
+
+@pytest.mark.parametrize("fixed, message", [
+    ({"n_min": "2.5"}, "job field n_min='2.5' is not a whole number"),
+    ({"load": -0.5}, "job field load=-0.5 must be > 0"),
+    ({"gamma": 0.5}, "job field gamma=0.5 must be >= 1"),
+    ({"n_max": 0}, "job field n_max=0 must be >= 1"),
+    ({"n_min": 4, "n_max": 2}, "job field n_min=4 must be at most n_max=2"),
+    ({"beta": -5}, "beta=-5.0: H(4) = alpha*4 + beta = -1 must be > 0"),
+    ({"deadline_h": "nan"}, "job field deadline_h=nan is not a finite number"),
+])
+def test_bad_fixed_fields_are_named(fixed, message):
+    with pytest.raises(SpotlabError, match=re.escape(message)):
+        random_spec(0, 1, **fixed)
+
+
+def test_a_drawn_gpu_range_gives_way_to_a_fixed_bound():
+    drawn = random_spec(0, 0)
+    assert drawn.n_min > 2  # the case: a drawn N_min above the fixed N_max
+    assert random_spec(0, 0, n_max=2).n_min == 2
+    assert random_spec(0, 0, n_min=8).n_max == 8
 
 
 def rows(market: str, method: str, utility: list[float], met: list[bool]) -> pd.DataFrame:

@@ -127,8 +127,10 @@ def test_load_measured_errors(tmp_path, text, match):
 
 
 def test_load_measured_missing_file(tmp_path):
-    with pytest.raises(prof.ProfileError, match="not found"):
+    with pytest.raises(prof.ProfileError, match="nope.csv: no such file; expected a measured throughput CSV"):
         prof.load_measured(tmp_path / "nope.csv")
+    with pytest.raises(prof.ProfileError, match="is a folder; expected a measured throughput CSV"):
+        prof.load_measured(tmp_path)
 
 
 def test_paper_profiles_four_good_fits():

@@ -143,7 +143,7 @@ def test_failed_point_is_recorded_and_retried(tmp_path, nb):
 
 
 @pytest.mark.parametrize("case, grid_text, expect", [
-    ("missing notebook", "x: [1]\n", "not found"),
+    ("missing notebook", "x: [1]\n", "no such file; expected a notebook"),
     ("bad yaml", "x: [1, 2\n", "not valid YAML"),
     ("unknown parameter", "x: [1]\nbogus: [1, 2]\n", "does not define 'bogus'"),
     ("empty list", "x: []\n", "empty list"),
@@ -192,8 +192,10 @@ def test_bad_options(tmp_path, nb):
     grid = grid_file(tmp_path, "x: [1]\n")
     with pytest.raises(SweepError, match="not both"):
         run_sweep(nb, grid, tmp_path / "o", jobs=2, scheduler="tcp://127.0.0.1:1")
-    with pytest.raises(SweepError, match="not found"):
+    with pytest.raises(SweepError, match="none.yaml: no such file; expected a grid file"):
         run_sweep(nb, tmp_path / "none.yaml", tmp_path / "o")
+    with pytest.raises(SweepError, match="is a folder; expected a grid file"):
+        run_sweep(nb, tmp_path, tmp_path / "o")
     with pytest.raises(SweepError, match="cannot reach the Dask scheduler"):
         run_sweep(nb, grid, tmp_path / "o", scheduler=f"tcp://127.0.0.1:{free_port()}", progress=False)
 

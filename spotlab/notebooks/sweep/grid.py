@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import SweepError
+from ...input_paths import input_file
 
 RESERVED = ("out_dir",)  # set by the sweep for each point
 
@@ -131,15 +132,17 @@ def grid_from_mapping(data: Any, source: str = "the grid") -> Grid:
 
 def load_grid(path: str | Path) -> Grid:
     """Read and check a grid YAML file (format in the module docstring)."""
-    path = Path(path)
-    if not path.is_file():
-        raise SweepError(f"grid file {path} not found")
+    path = input_file(path, "a grid file (YAML: parameter -> list of values)", SweepError)
     try:
         yaml, Loader = _yaml_loader()
     except ImportError:
         raise SweepError("reading a grid needs PyYAML: pip install 'spotlab[dist]'") from None
     try:
-        data = yaml.load(path.read_text(), Loader=Loader)
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise SweepError(f"grid file {path} is not a text file (YAML: parameter -> list of values)") from None
+    try:
+        data = yaml.load(text, Loader=Loader)
     except yaml.YAMLError as exc:
         raise SweepError(f"grid file {path} is not valid YAML: {' '.join(str(exc).split())}") from None
     if data is None:

@@ -20,9 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import SweepError
+from ...input_paths import input_file
 from ..execute import error_line, kernel_manager_logging_to
 from .leases import CLAIM_FILE, break_dead_claim, heartbeat, try_claim
 from .record import RECORD_FILE, read_record, utc_now, write_json_atomic
+
+NOTEBOOK = "a notebook (jupytext percent .py or .ipynb)"
 
 RESULT_FILE = "sweep_result.json"
 KERNEL_LOG = "kernel.log"  # the kernel process's own output, not the notebook's
@@ -34,9 +37,7 @@ def prepare_notebook(notebook: str | Path, out_dir: Path) -> tuple[Path, dict[st
     import jupytext
     import papermill as pm
 
-    src = Path(notebook)
-    if not src.is_file():
-        raise SweepError(f"notebook {src} not found")
+    src = input_file(notebook, NOTEBOOK, SweepError)
     if src.suffix not in (".py", ".ipynb"):
         raise SweepError(f"notebook {src} must be a jupytext percent .py file or an .ipynb")
     try:

@@ -37,11 +37,12 @@ from pathlib import Path
 import pandas as pd
 
 from ...errors import SweepError
+from ...input_paths import input_file
 from ..execute import ROOT, error_line
 from .dask_backend import run_dask
 from .grid import Grid, check_against_notebook, grid_from_mapping, load_grid, point_hash
 from .local import run_local
-from .point import prepare_notebook
+from .point import NOTEBOOK, prepare_notebook
 from .progress import CellProgress
 from .record import RECORD_FILE, read_record, utc_now, write_json_atomic
 from .table import check_table_path, collect_table, write_table
@@ -94,7 +95,7 @@ def run_sweep(notebook: str | Path, grid: Grid | Mapping | str | Path, out_dir: 
     `out_dir/sweep.csv` (a `.parquet` name writes Parquet); `retries` is Dask's per-task retry count for
     errors outside the notebook (a failing notebook is a `failed` point, not a task error).
     """
-    from tqdm.auto import tqdm
+    from ...progress import tqdm_bar
 
     if isinstance(grid, Grid):
         pass
@@ -111,9 +112,7 @@ def run_sweep(notebook: str | Path, grid: Grid | Mapping | str | Path, out_dir: 
     out = Path(out_dir).resolve()
     table_path = Path(table) if table is not None else out / "sweep.csv"
     check_table_path(table_path)
-    src = Path(notebook)
-    if not src.is_file():  # before creating out_dir
-        raise SweepError(f"notebook {src} not found")
+    src = input_file(notebook, NOTEBOOK, SweepError)  # before creating out_dir
     ipynb, nb_params = prepare_notebook(src, out)
     check_against_notebook(grid, nb_params, src)
 
@@ -151,8 +150,7 @@ def run_sweep(notebook: str | Path, grid: Grid | Mapping | str | Path, out_dir: 
 
     todo_params = dict(todo)
     args = (str(ipynb), out, str(ROOT), retry_failed)
-    disable = (None if progress is None else not progress) if todo else True
-    with tqdm(total=len(todo), desc="sweep", unit="pt", disable=disable,
+    with tqdm_bar(total=len(todo), desc="sweep", unit="pt", enabled=progress if todo else False,
               bar_format="{l_bar}{bar}| {n:.1f}/{total} points [{elapsed}<{remaining}{postfix}]") as tq:
         bar = CellProgress(tq, out, Path(ipynb).stem, [k for k, _ in todo])
         try:

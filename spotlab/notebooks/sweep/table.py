@@ -20,12 +20,17 @@ from ...errors import SweepError
 from .grid import Grid, point_hash
 from .record import read_record
 
+TABLE_SUFFIXES = (".csv", ".csv.gz", ".parquet")  # what `write_table` writes, read from the name
+
 
 def check_table_path(path: Path) -> None:
     """Fail before any point runs when the table cannot be written in the format its name asks for."""
     import importlib.util
 
-    if path.suffix == ".parquet" and importlib.util.find_spec("pyarrow") is None:
+    if not path.name.lower().endswith(TABLE_SUFFIXES):
+        raise SweepError(f"table {path}: a table is written as {', '.join(TABLE_SUFFIXES)}; give a name ending in "
+                         "one of them")
+    if path.suffix.lower() == ".parquet" and importlib.util.find_spec("pyarrow") is None:
         raise SweepError(f"writing {path} needs pyarrow (pip install pyarrow), or name a .csv table")
 
 
@@ -56,7 +61,7 @@ def write_table(table: pd.DataFrame, path: Path) -> None:
     """Write the table as Parquet (a `.parquet` name) or CSV, atomically."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{uuid.uuid4().hex}.{path.name}")  # keeps the suffix: pandas infers compression
-    if path.suffix == ".parquet":
+    if path.suffix.lower() == ".parquet":
         table.to_parquet(tmp, index=False)
     else:
         table.to_csv(tmp, index=False)

@@ -283,7 +283,7 @@ class ZonesDP:
 
     def _plan(self, pointers, end_state, finish, done, objective, started) -> ZonePlan:
         """Read the plan back from the pointers: the run or idle state of every slot."""
-        T, P, Z, n = self.T, self.P, self.Z, self.n
+        T, P, Z = self.T, self.P, self.Z
         zone = np.full(T, -1, dtype=np.int64)
         o = np.zeros(T, dtype=np.int64)
         s = np.zeros(T, dtype=np.int64)

@@ -36,6 +36,7 @@ def _glpk_bounds(lo: float, hi: float):
 
 
 GLPK_CUTS = ("gmi_cuts", "mir_cuts", "cov_cuts", "clq_cuts")
+GLPK_MAX_MS = 2**31 - 1  # 24.8 days: a longer time limit is no limit
 
 
 def solve_glpk(form: StandardForm, time_limit: float, mip_gap: float, tee: bool = False,
@@ -73,7 +74,7 @@ def solve_glpk(form: StandardForm, time_limit: float, mip_gap: float, tee: bool 
                 ia[k], ja[k], ar[k] = i + 1, j + 1, v
             glp.glp_load_matrix(lp, nnz, ia, ja, ar)
         msg = glp.GLP_MSG_ALL if tee else glp.GLP_MSG_OFF
-        tm = max(1, int(time_limit * 1000))
+        tm = max(1, int(min(time_limit * 1000, GLPK_MAX_MS)))  # GLPK's limit is a C int of milliseconds
         if form.is_int.any():
             # The LP relaxation first (simplex with its own presolver and scaling), then branch and
             # cut from that basis without GLPK's MIP presolver, which is fragile with small
