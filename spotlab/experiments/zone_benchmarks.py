@@ -4,8 +4,9 @@ H100 zones (windows of 311 ticks of 600 s tiling the aligned traces, a job of de
 
 `scenario(name)` gives the windows, the job and the rule set of a named scenario: `leaderboard/<scenario>`
 (e.g. `leaderboard/2_zones_same_region`), `skynomad/<ratio>` for the "shared six" zones (e.g. `skynomad/1.5`), or
-`skynomad/<ratio>/<zone>+<zone>+...` for other zones of the same traces. `run` simulates registered policies on
-scenarios and returns one row per run. The data folders' READMEs give both benchmarks' protocols and known answers.
+`skynomad/<ratio>/<zone>+<zone>+...` for other zones of the same traces; `leaderboard/<scenario>/8-15` takes
+other windows of the leaderboard's zones. `run` simulates registered policies on scenarios and returns one row
+per run. The data folders' READMEs give both benchmarks' protocols and known answers.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ from typing import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from ..data.locate import dataset_path
-from ..errors import ExperimentError
+from ..data.locate import data_root, dataset_path
+from ..errors import DataNotFoundError, ExperimentError
 from ..jobs.job import Job, make_job
 from ..market.episodes import Episodes
 from ..market.zoned_episodes import ZonedEpisodes
@@ -61,8 +62,8 @@ class Scenario:
 def scenario(name: str, root: str | Path | None = None) -> Scenario:
     """The scenario `name` (see the module doc); `root` is the data folder (default: `dataset_path`'s)."""
     parts = str(name).split("/")
-    if parts[0] == "leaderboard" and len(parts) == 2:
-        return leaderboard_scenario(parts[1], root=root)
+    if parts[0] == "leaderboard" and len(parts) in (2, 3):
+        return leaderboard_scenario(parts[1], None if len(parts) == 2 else _window_list(parts[2], name), root=root)
     if parts[0] == "skynomad" and len(parts) in (2, 3):
         try:
             ratio = float(parts[1])
@@ -70,8 +71,35 @@ def scenario(name: str, root: str | Path | None = None) -> Scenario:
             raise ExperimentError(f"scenario {name!r}: the ratio {parts[1]!r} is not a number") from None
         zones = tuple(parts[2].split("+")) if len(parts) == 3 else SHARED_SIX
         return skynomad_scenario(zones, ratio, root=root)
-    raise ExperimentError(f"unknown scenario {name!r}; use leaderboard/<one of {', '.join(LEADERBOARD_SCENARIOS)}>, "
-                          "skynomad/<ratio> (the shared six zones) or skynomad/<ratio>/<zone>+<zone>...")
+    raise ExperimentError(f"unknown scenario {name!r}; use leaderboard/<one of {', '.join(LEADERBOARD_SCENARIOS)}>"
+                          "[/<windows, e.g. 8-15 or 3,5>], skynomad/<ratio> (the shared six zones) or "
+                          "skynomad/<ratio>/<zone>+<zone>...")
+
+
+def _window_list(text: str, name: str) -> list[int]:
+    """`8-15`, `3,5,9` or `4` as window indices."""
+    out: list[int] = []
+    try:
+        for part in text.split(","):
+            a, _, b = part.partition("-")
+            out.extend(range(int(a), int(b) + 1) if b else [int(a)])
+    except ValueError:
+        raise ExperimentError(f"scenario {name!r}: windows {text!r} are not like 8-15 or 3,5,9") from None
+    if not out or min(out) < 0:
+        raise ExperimentError(f"scenario {name!r}: windows {text!r} name no window (indices start at 0)")
+    return out
+
+
+def _zone_file(folder: str, zone: str, suffix: str, root: str | Path | None) -> Path:
+    """A zone's trace in a benchmark's folder; a zone with no file there is named with the zones that have one."""
+    try:
+        return dataset_path(f"{folder}{zone}{suffix}", root, download=False)
+    except DataNotFoundError:
+        base = data_root(root)
+        here = sorted({p.name.split("_", 1)[0] for p in (base / folder).glob(f"*{suffix}")}) if base else []
+        raise ExperimentError(f"no trace of zone {zone!r} ({zone}{suffix}) in {folder}"
+                              + (f"; it has {', '.join(here)}" if here else "; that folder is not in the data")
+                              ) from None
 
 
 def scenario_names() -> list[str]:
@@ -85,13 +113,14 @@ def leaderboard_scenario(key: str, windows: Iterable[int] | None = None, root: s
         raise ExperimentError(f"unknown leaderboard scenario {key!r}; use one of {', '.join(LEADERBOARD_SCENARIOS)}")
     zones, default = LEADERBOARD_SCENARIOS[key]
     idx = list(default if windows is None else windows)
-    per_window = [load_zones([dataset_path(f"{LEADERBOARD_DIR}{z}_v100_1__{i}.json", root) for z in zones],
+    per_window = [load_zones([_zone_file(LEADERBOARD_DIR, z, f"_v100_1__{i}.json", root) for z in zones],
                              od_price=LEADERBOARD_OD_PRICE) for i in idx]
     parts = tuple(Episodes.from_markets([m.zones[k] for m in per_window]) for k in range(len(zones)))
     names = tuple(f"{key}[{i}]" for i in idx)
     parts = tuple(_renamed(p, names) for p in parts)
     episodes = ZonedEpisodes(parts, per_window[0].names, per_window[0].regions)
-    return Scenario(f"leaderboard/{key}", episodes, make_job(**LEADERBOARD_JOB), Semantics.leaderboard())
+    label = f"leaderboard/{key}" if windows is None else f"leaderboard/{key}/{','.join(map(str, idx))}"
+    return Scenario(label, episodes, make_job(**LEADERBOARD_JOB), Semantics.leaderboard())
 
 
 def skynomad_windows(n_ticks: int, windows: int = SKYNOMAD_WINDOWS) -> list[tuple[int, int]]:
@@ -113,7 +142,7 @@ def skynomad_scenario(zones: Sequence[str], ratio: float, windows: Iterable[int]
     checkpoint; SkyNomad's rules."""
     if not (isinstance(ratio, (int, float)) and math.isfinite(ratio) and ratio >= 1):
         raise ExperimentError(f"the deadline ratio must be a number >= 1 (deadline / work), got {ratio!r}")
-    market = load_zones([dataset_path(f"{SKYNOMAD_DIR}{z}_h100_16__full.json", root) for z in zones],
+    market = load_zones([_zone_file(SKYNOMAD_DIR, z, "_h100_16__full.json", root) for z in zones],
                         price_per="instance")
     cuts = skynomad_windows(len(market))
     chosen = list(range(len(cuts))) if windows is None else list(windows)

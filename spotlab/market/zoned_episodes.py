@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import TraceError
-from .episodes import Episodes
+from .episodes import Episodes, episode_rows
 
 
 @dataclass(frozen=True, eq=False)
@@ -48,3 +48,7 @@ class ZonedEpisodes:
     @property
     def window_names(self) -> tuple[str, ...]:
         return self.zones[0].names
+
+    def rows(self, rows: slice) -> "ZonedEpisodes":
+        """The windows `rows` of every zone (views, no copy)."""
+        return ZonedEpisodes(tuple(episode_rows(ep, rows) for ep in self.zones), self.names, self.regions)

@@ -11,6 +11,7 @@ import numpy as np
 from ..errors import ArgumentError
 from ..jobs.job import Job
 from ..market.episodes import Episodes, episode_rows
+from ..market.zoned_episodes import ZonedEpisodes
 from ..simulation.engine import simulate
 from ..simulation.result import RECORDED, SimulationResult
 from ..simulation.settings import SimSettings
@@ -23,7 +24,7 @@ from .semantics import Semantics
 BLOCK = 10_000
 
 
-def run_policy(policy: str, params: dict, episodes: Episodes, job: Job, semantics: Semantics,
+def run_policy(policy: str, params: dict, episodes: Episodes | ZonedEpisodes, job: Job, semantics: Semantics,
                seed: int = 0, block: int | None = BLOCK, on_block: Callable[[int, int], None] | None = None,
                wrap: Callable[[Any], Any] | None = None, keep: str = "all") -> SimulationResult:
     """Simulate a registered policy; one whose windows are independent (its class's `independent_windows`) runs
@@ -41,9 +42,9 @@ def run_policy(policy: str, params: dict, episodes: Episodes, job: Job, semantic
     if params is not None and not isinstance(params, Mapping):
         raise ArgumentError(f"run_policy: params must be a mapping of parameter names to values, got "
                             f"{type(params).__name__}")
-    if not isinstance(episodes, Episodes):
-        raise ArgumentError(f"run_policy: episodes must be Episodes (spotlab.market.windows.cut_windows(market, "
-                            f"...)), got {type(episodes).__name__}")
+    if not isinstance(episodes, (Episodes, ZonedEpisodes)):
+        raise ArgumentError(f"run_policy: episodes must be Episodes or ZonedEpisodes (spotlab.market.windows."
+                            f"cut_windows(market, ...)), got {type(episodes).__name__}")
     if not isinstance(semantics, Semantics):
         raise ArgumentError(f"run_policy: semantics must be a Semantics (e.g. semantics_for(market)), got "
                             f"{semantics!r}")
@@ -60,8 +61,10 @@ def run_policy(policy: str, params: dict, episodes: Episodes, job: Job, semantic
     for i, a in enumerate(cuts):
         if on_block:
             on_block(i, len(cuts))
-        parts.append(simulate(wrap(semantics.policy(policy, params)), episode_rows(episodes, slice(a, a + block)),
-                              job, settings, seed=seed, record=needed))
+        rows = slice(a, a + block)
+        part = episodes.rows(rows) if isinstance(episodes, ZonedEpisodes) else episode_rows(episodes, rows)
+        parts.append(simulate(wrap(semantics.policy(policy, params)), part, job, settings, seed=seed,
+                              record=needed))
     return _stack(parts)
 
 
