@@ -21,6 +21,8 @@ REGISTRY: dict[str, str] = {
     "slack_reserve": "spotlab.policies.slack_reserve:SlackReserve",
     "up_failover": "spotlab.policies.up_failover:UpFailover",
     "round_robin": "spotlab.policies.round_robin:RoundRobin",
+    "up_probe": "spotlab.policies.up_probe:UpProbe",
+    "up_probe_cost": "spotlab.policies.up_probe_cost:UpProbeCost",
 }
 
 

@@ -19,6 +19,8 @@ SKYNOMAD_UP_S_WINDOWS = (548.69, 598.84, 652.28, 636.01, 563.55, 607.68)  # rati
 SKYNOMAD_ONE_ZONE_UP = {"us-east4-b": 633.30, "us-central1-a": 754.61, "us-west1-a": 1379.57,
                         "asia-southeast1-b": 1475.03, "europe-west3-c": 2253.60, "asia-south2-b": 2435.20}
 SKYNOMAD_OPTIMUM = {1.5: 520.98, 1.2: 664.15}
+SKYNOMAD_UP_A = {1.5: 839.86, 1.2: 1076.37}
+SKYNOMAD_UP_AP = {1.5: 662.90, 1.2: 835.25}
 
 
 @pytest.fixture(scope="module")
@@ -47,6 +49,17 @@ def test_skynomads_up_s_and_one_zone_up(have_data):
     per_zone = one.groupby("scenario").cost.mean()
     for zone, cost in SKYNOMAD_ONE_ZONE_UP.items():
         assert per_zone[f"skynomad/1.5/{zone}"] == pytest.approx(cost, abs=0.01), zone
+
+
+def test_skynomads_probing_baselines(have_data):
+    """UP(A) to the cent; UP(AP) within 0.5% (its program relaunches in place where it leaves a zone it then finds
+    best again, a restart spotlab's engine has no action for: docs/decisions/zone-baselines.md)."""
+    df = zb.run(["up_probe", "up_probe_cost"], ["skynomad/1.5", "skynomad/1.2"])
+    for ratio in (1.5, 1.2):
+        got = df[df.scenario.str.startswith(f"skynomad/{ratio:g}/")].groupby("policy").cost.mean()
+        assert round(got["up_probe"], 2) == SKYNOMAD_UP_A[ratio]
+        assert got["up_probe_cost"] == pytest.approx(SKYNOMAD_UP_AP[ratio], rel=5e-3)
+    assert df.deadline_met.all()
 
 
 @pytest.mark.parametrize("ratio", [1.5, 1.2])

@@ -27,7 +27,7 @@ from spotlab.simulation.settings import SimSettings
 
 RULES = {"spotlab": Semantics(), "skynomad": Semantics.skynomad(), "leaderboard": Semantics.leaderboard()}
 REGIONS = ("us-east-1", "us-west-2", "europe-west3", "asia-south2")
-ONLINE = ("uniform_progress", "up_failover", "round_robin", "greedy", "on_demand")
+ONLINE = ("uniform_progress", "up_failover", "up_probe", "up_probe_cost", "round_robin", "greedy", "on_demand")
 QUICK = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -95,9 +95,9 @@ def test_a_market_of_one_zone_gives_todays_numbers(case):
     episodes, job = case
     one = ZonedEpisodes(episodes.zones[:1], episodes.names[:1], episodes.regions[:1])
     for sem in (Semantics(), Semantics.cant_be_late()):
-        for name in ("uniform_progress", "greedy", "on_demand", "up_failover", "round_robin", "optimal"):
+        for name in ("uniform_progress", "greedy", "on_demand", "up_failover", "up_probe", "round_robin", "optimal"):
             zoned = run_policy(name, {}, one, job, sem)
-            if name in ("up_failover", "round_robin"):  # across zones by design: on one zone they stay
+            if name in ("up_failover", "up_probe", "round_robin"):  # across zones by design: on one zone they stay
                 assert np.all(zoned.arrays["zone"][zoned.arrays["alive"]] == 0)
                 continue
             plain = run_policy(name, {}, episodes.zones[0], job, sem)
