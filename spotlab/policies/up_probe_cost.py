@@ -16,6 +16,7 @@ import numpy as np
 
 from ..params import Interval
 from ..simulation.interface import Observation
+from .up_failover import OD
 from .up_probe import UpProbe
 
 
@@ -47,7 +48,7 @@ class UpProbeCost(UpProbe):
         return self.next_probe_
 
     def _fallback_od(self, none, leave, req2, fallback):
-        return none & (req2 == 2), np.zeros_like(fallback)
+        return none & (req2 == OD), np.zeros_like(fallback)
 
     def _probes_after_od(self, none: np.ndarray) -> np.ndarray:
         return none

@@ -345,7 +345,9 @@ def solve_zones(dp: ZonesDP, avail: np.ndarray, spot_price: np.ndarray, od_price
         return dp.solve_window(avail, spot_price, od_price)
     free = dp.settings.moves == "free"
     plans = []
-    for f in range(dp.Z):
+    for f in _final_zones_by_bound(dp, spot_price, od_price):
+        if plans and _bound(dp, spot_price, od_price, f) >= min(p.objective for p in plans) - TOL:
+            break  # no plan ending in this zone, or any after it, can do better
         try:
             plans.append(dp.solve_free_moves(avail, spot_price, od_price, f) if free else
                          dp.solve_window(avail, spot_price, od_price, final_zone=f))
@@ -354,3 +356,16 @@ def solve_zones(dp: ZonesDP, avail: np.ndarray, spot_price: np.ndarray, od_price
     if not plans:
         raise SolverError("no schedule finishes the job by its deadline in this window (not even on demand)")
     return min(plans, key=lambda p: p.objective)
+
+
+def _bound(dp: ZonesDP, spot_price: np.ndarray, od_price: np.ndarray, final_zone: int) -> float:
+    """A floor on the objective of any plan priced at `final_zone`'s first slot: the work's GPU-hours at the
+    cheaper of its two prices, less the job's value (or the miss penalty, where the job may be left)."""
+    job = dp.job
+    price = min(float(np.asarray(spot_price)[final_zone, 0]), float(np.asarray(od_price)[final_zone, 0]))
+    floor = job.work / dp.rate * dp.n * price - float(job.value)
+    return floor if dp.must_finish else min(floor, float(job.miss_penalty))
+
+
+def _final_zones_by_bound(dp: ZonesDP, spot_price: np.ndarray, od_price: np.ndarray) -> list[int]:
+    return sorted(range(dp.Z), key=lambda f: (_bound(dp, spot_price, od_price, f), f))
