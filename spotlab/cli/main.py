@@ -12,10 +12,10 @@ import sys
 
 from .. import __version__
 from ..errors import SpotlabError
-from . import claims, cotune, data, forecast, heldout, policies, reproduce, rl, simulate, sweep
+from . import claims, cotune, data, forecast, heldout, policies, reproduce, rl, scenario, simulate, sweep
 from .args import EXIT_USAGE, Parser
 
-COMMANDS = (simulate, forecast, heldout, policies, sweep, reproduce, claims, data, cotune, rl)
+COMMANDS = (simulate, scenario, forecast, heldout, policies, sweep, reproduce, claims, data, cotune, rl)
 DISK_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG)
 
 

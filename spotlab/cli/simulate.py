@@ -18,9 +18,10 @@ MAX_PRICE = 1e9  # USD per GPU-hour, as `spotlab.market.market.MAX_PRICE` (not i
 def register(commands: Any) -> None:
     s = commands.add_parser("simulate", help="replay a policy on a trace (or each window of it) and report the means",
                             description="Replay a scheduling policy on a market trace with the spotlab simulator.")
-    s.add_argument("--trace", required=True,
+    s.add_argument("--trace", required=True, action="append",
                    help="trace file: tidy market CSV (.csv/.csv.gz), sky_spot JSON or marketplace JSONL (the format "
-                        "is read from the file)")
+                        "is read from the file); repeated: one zone per trace, the job across them (it starts in "
+                        "the first)")
     s.add_argument("--windows", help="CSV of windows (window,start_tick,end_tick): one run per row")
     s.add_argument("--stride-hours", type=finite("stride", positive=True),
                    help="cut the trace into jobs one after another: a window of the job's hard-deadline horizon "
@@ -29,6 +30,12 @@ def register(commands: Any) -> None:
                    help="with --stride-hours: hours of the trace before the first job (default 168: a week of "
                         "history for every job)")
     s.add_argument("--zone", help="zone of a tidy CSV or marketplace file holding several (a JSON trace has one)")
+    s.add_argument("--zones", help="zones of one tidy CSV or marketplace file to run the job across (comma list in "
+                                   "the order tried, the job starting in the first; or `all`)")
+    s.add_argument("--checkpoint-gb", type=finite("--checkpoint-gb", nonneg=True, maximum=1e6), default=0.0,
+                   help="what a move between zones carries, in GB (egress is paid on it across regions; default 0)")
+    s.add_argument("--egress-table", help="CSV from_region,to_region,usd_per_gb for moves across regions (default: "
+                                          "USD 0.02/GB between regions, free inside one; docs/zones.md)")
     s.add_argument("--policy", required=True, help="policy name (see `spotlab policies`)")
     s.add_argument("--param", action="append", default=[], type=key_value, metavar="KEY=VALUE",
                    help="policy parameter, once each; `spotlab policies NAME` lists them with defaults")
@@ -66,7 +73,8 @@ def register(commands: Any) -> None:
     s.add_argument("--json-convention", choices=["preempted", "available"],
                    help="sky_spot JSON traces only: their values are 1 = preempted (Can't Be Late; the default) or "
                         "counts of available instances")
-    s.add_argument("--semantics", choices=["auto", "cant-be-late", "spotlab"], default="auto",
+    s.add_argument("--semantics", choices=["auto", "cant-be-late", "spotlab", "skynomad", "leaderboard"],
+                   default="auto",
                    help="auto: Can't Be Late rules for sky_spot JSON traces, spotlab's for the other formats")
     s.add_argument("--billing", choices=["fractional", "full"], help="override: bill the last slot in full or by use")
     s.add_argument("--safety-net", choices=["strict", "cbl", "off"], help="override the deadline safety net")
@@ -128,7 +136,9 @@ def run(args: argparse.Namespace) -> int:
     import numpy as np
 
     from ..jobs.job import make_job
+    from ..market.egress import read_egress_table
     from ..market.load import load_market
+    from ..market.zones import load_zones
     from ..market.windows import HISTORY_HOURS, cut_windows
     from ..params import init_parameters
     from ..policies.registry import make_policy, policy_class
@@ -160,9 +170,19 @@ def run(args: argparse.Namespace) -> int:
     policy = make_policy(args.policy, params)  # bad parameters fail before any data is read, too
     output_file(args.per_run, "--per-run", (".csv",))
     output_file(args.records, "--records", (".csv",))
+    across = len(args.trace) > 1 or args.zones is not None
+    if args.zone is not None and across:
+        raise SpotlabError("--zone picks the one zone of a run in one zone; across zones give --zones (one file) "
+                           "or one --trace per zone")
+    if args.zones is not None and len(args.trace) > 1:
+        raise SpotlabError("--zones picks zones of one file; with several --trace each file is a zone")
+    if not across and (args.egress_table is not None or args.checkpoint_gb):
+        raise SpotlabError("--checkpoint-gb and --egress-table price moves between zones; give several --trace "
+                           "(one per zone) or --zones")
+    egress = read_egress_table(args.egress_table) if args.egress_table is not None else None
     job = make_job(args.work_hours, args.deadline_hours, args.hard_deadline_hours, args.restart_overhead_hours,
                    args.gpus, args.gpus_min, args.gpus_max, args.throughput_alpha, args.throughput_beta,
-                   args.value, args.miss_penalty)
+                   args.value, args.miss_penalty, checkpoint_gb=args.checkpoint_gb)
     stride = args.stride_hours
     if stride is None and args.policy == "select" and not args.windows:
         stride = job.hard_deadline_h  # rounds are jobs one after another
@@ -171,12 +191,20 @@ def run(args: argparse.Namespace) -> int:
     if args.skip_hours is not None and stride is None:
         raise SpotlabError("--skip-hours goes with --stride-hours (jobs one after another)")
     skip = None if stride is None else (args.skip_hours if args.skip_hours is not None else HISTORY_HOURS)
-    market = load_market(args.trace, zone=args.zone, slot_hours=args.slot_hours, convention=args.json_convention,
-                         spot_price=args.spot_price, od_price=args.on_demand_price, spot_share=args.spot_share)
+    prices = dict(slot_hours=args.slot_hours, convention=args.json_convention, spot_price=args.spot_price,
+                  od_price=args.on_demand_price, spot_share=args.spot_share)
+    if across:
+        zones = None if args.zones is None else args.zones if args.zones == "all" else \
+            [z.strip() for z in args.zones.split(",") if z.strip()]
+        market = load_zones(args.trace, zones=zones, **prices)
+        if egress is not None:
+            egress.check_pairs(market.regions)
+    else:
+        market = load_market(args.trace[0], zone=args.zone, **prices)
     history = HISTORY_HOURS if getattr(cls, "reads_history", True) else 0.0  # no week cut for a rule that ignores it
     episodes = cut_windows(market, windows=args.windows, stride_hours=stride, horizon_hours=job.hard_deadline_h,
                            skip_hours=skip, history_hours=history)
-    semantics = semantics_for(market, args.semantics, args.billing, args.safety_net, args.give_up)
+    semantics = semantics_for(market, args.semantics, args.billing, args.safety_net, args.give_up, egress)
     loaded_s = time.perf_counter()
     with Progress(desc=args.policy, unit="slot", enabled=args.progress) as bar:
         block = [(0, 1)]
@@ -198,19 +226,21 @@ def run(args: argparse.Namespace) -> int:
         "policy_report": report,
         "params": policy.get_params() if hasattr(policy, "get_params") else params,
         "seed": seed,
-        "trace": str(args.trace),
-        "format": market.meta.get("format"),
-        "zone": args.zone,
+        "trace": str(args.trace[0]) if not across else [str(x) for x in args.trace],
+        "format": (market.zones[0] if across else market).meta.get("format"),
+        "zone": args.zone if not across else list(market.names),
         "windows": str(args.windows) if args.windows else None,
         "stride_hours": stride,
         "skip_hours": skip,
         "slot_hours": market.slot_hours,
         "semantics": {"billing": semantics.billing, "safety_net": semantics.safety_net,
-                      "give_up": semantics.give_up},
+                      "give_up": semantics.give_up, **({"rules": semantics.rules, "egress": semantics.egress.source,
+                                                         "regions": list(market.regions)} if across else {})},
         "job": {"work_hours": args.work_hours, "deadline_hours": job.deadline_h,
                 "hard_deadline_hours": job.hard_deadline_h, "restart_overhead_hours": job.overhead_h,
                 "gpus_min": job.n_min, "gpus_max": job.n_max, "throughput_alpha": args.throughput_alpha,
-                "throughput_beta": args.throughput_beta, "value": job.value, "miss_penalty": job.miss_penalty},
+                "throughput_beta": args.throughput_beta, "value": job.value, "miss_penalty": job.miss_penalty,
+                **({"checkpoint_gb": job.checkpoint_gb} if across else {})},
     })
     if args.per_run:
         with writing(args.per_run, "--per-run"):

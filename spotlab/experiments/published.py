@@ -64,6 +64,41 @@ LEADERBOARD_PEERS: Mapping[str, tuple[float, float | None]] = MappingProxyType({
     "LEVI": (95.07, 0.941),
 })
 
+# ------------------------------------------------------------------------------ across zones (SPEC §9)
+
+# The multi-region Can't Be Late leaderboard (UCB-ADRS/ADRS-Leaderboard @ f856497, `cant_be_late_multi`): mean cost
+# per scenario (windows as its evaluator takes them) and AvgCost, the unmodified evaluator run; source: the README of
+# ../shared/data/sky_spot_traces/adrs-cant-be-late-multi/. None: not given per scenario.
+MULTI_LEADERBOARD_SCENARIOS = ("2_zones_same_region", "2_regions_east_west", "3_regions_diverse",
+                               "3_zones_same_region", "5_regions_high_diversity", "all_9_regions")
+MULTI_LEADERBOARD_PEERS: Mapping[str, tuple[tuple[float, ...] | None, float]] = MappingProxyType({
+    "baseline": ((135.77, 62.57, 67.15, 127.23, 52.41, 47.99), 82.19),
+    "OpenEvolve": (None, 80.06),
+    "ShinkaEvolve": (None, 79.02),
+    "GEPA": ((131.36, 61.82, 52.98, 127.82, 46.79, 47.39), 78.03),
+    "LEVI": ((127.79, 51.52, 52.61, 119.73, 46.97, 47.84), 74.41),
+})
+
+# SkyNomad's GCP H100 benchmark, "shared six" zones, mean cost over windows 0-5 at deadline ratios 1.5 and 1.2, from
+# its simulator (andylizf/skynomad-artifact @ 62b9aaa) run unmodified; source: the README of
+# ../shared/data/sky_spot_traces/skynomad-gcp-h100/. Keys are its strategies, named as spotlab's policies where
+# spotlab has one.
+SKYNOMAD_SHARED_SIX: Mapping[str, tuple[float, float]] = MappingProxyType({
+    "optimal": (520.98, 664.15),
+    "SkyNomad(o)": (548.36, 687.97),
+    "SkyNomad": (573.92, 729.01),
+    "up_failover": (601.18, 761.00),
+    "up_probe_cost": (662.90, 835.25),
+    "up_probe": (839.86, 1076.37),
+    "uniform_progress, one zone, mean of six": (1488.55, 1954.33),
+})
+SKYNOMAD_ONE_ZONE_UP_15: Mapping[str, float] = MappingProxyType({
+    "us-east4-b": 633.30, "us-central1-a": 754.61, "us-west1-a": 1379.57, "asia-southeast1-b": 1475.03,
+    "europe-west3-c": 2253.60, "asia-south2-b": 2435.20})
+# The SkyNomad paper (arXiv 2601.06520), on a scenario of other zones at ratio 1.5.
+SKYNOMAD_PAPER: Mapping[str, float] = MappingProxyType({"optimal": 571.38, "SkyNomad": 606.38, "up_failover": 795.01})
+
+
 # ------------------------------------------------------------------------- the other seeds (SPEC §8)
 
 # CoTune (Jansen et al.): validity error 4.2%, throughput (performance) error 9.4%, ~11% at 600 samples,

@@ -25,6 +25,8 @@ from ..jobs.job import Job, make_job
 from ..market.episodes import Episodes
 from ..market.zoned_episodes import ZonedEpisodes
 from ..market.zones import load_zones
+from .published import (MULTI_LEADERBOARD_PEERS, MULTI_LEADERBOARD_SCENARIOS, SKYNOMAD_ONE_ZONE_UP_15,
+                        SKYNOMAD_SHARED_SIX)
 from ..policies.semantics import Semantics
 from ..simulation.slots import EPS
 
@@ -164,20 +166,60 @@ def _renamed(ep: Episodes, names: tuple[str, ...]) -> Episodes:
     return replace(ep, names=names)
 
 
+def default_policies(name: str) -> tuple[str, ...]:
+    """The policies a scenario is shown with: its benchmark's baselines and the optimum."""
+    if str(name).startswith("leaderboard/"):
+        return ("round_robin", "up_failover", "up_probe", "optimal")
+    return ("up_failover", "up_probe", "up_probe_cost", "optimal")
+
+
 def run(policies: Sequence[str], scenarios: Sequence[str], params: dict | None = None,
-        root: str | Path | None = None) -> pd.DataFrame:
-    """Every policy on every scenario under the scenario's rules: one row per (scenario, policy, window)."""
+        root: str | Path | None = None, rules: str | None = None, progress: bool | None = False) -> pd.DataFrame:
+    """Every policy on every scenario under the scenario's rules (or the rule set `rules`, e.g. "spotlab"): one
+    row per (scenario, policy, window)."""
     from ..policies.run import run_policy
+    from ..policies.semantics import semantics_for
+    from ..progress import tqdm_bar
 
     rows = []
+    bar = tqdm_bar(total=len(scenarios) * len(policies), desc="scenarios", unit="run", enabled=progress)
     for name in scenarios:
         sc = scenario(name, root)
+        semantics = sc.semantics if rules is None else semantics_for("tidy", rules)
         for policy in policies:
-            res = run_policy(policy, dict((params or {}).get(policy, {})), sc.episodes, sc.job, sc.semantics)
+            bar.set_postfix_str(f"{sc.name[:30]} {policy}")
+            res = run_policy(policy, dict((params or {}).get(policy, {})), sc.episodes, sc.job, semantics)
+            bar.update()
             met = res.met_hard_deadline | (np.isfinite(res.completion_h)
                                            & (res.completion_h <= sc.job.hard_deadline_h + EPS))
             for w in range(sc.episodes.n):
                 rows.append({"scenario": sc.name, "policy": policy, "window": sc.episodes.window_names[w],
                              "cost": float(res.cost[w]), "completion_h": float(res.completion_h[w]),
                              "deadline_met": bool(met[w])})
+    bar.close()
     return pd.DataFrame(rows)
+
+
+def published(scenario_name: str, policy: str) -> float | None:
+    """The peers' mean cost for `policy` on a scenario as its benchmark runs it (all its windows, its rules), or
+    None where none was published."""
+    parts = scenario_name.split("/")
+    if parts[0] == "leaderboard" and len(parts) == 2 and policy == "round_robin":
+        per, _ = MULTI_LEADERBOARD_PEERS["baseline"]
+        return per[MULTI_LEADERBOARD_SCENARIOS.index(parts[1])]
+    if parts[0] == "skynomad" and len(parts) == 3 and tuple(parts[2].split("+")) == SHARED_SIX:
+        ratio = float(parts[1])
+        if policy in SKYNOMAD_SHARED_SIX and ratio in (1.5, 1.2):
+            return SKYNOMAD_SHARED_SIX[policy][(1.5, 1.2).index(ratio)]
+    if parts[0] == "skynomad" and len(parts) == 3 and policy == "uniform_progress" and float(parts[1]) == 1.5:
+        return SKYNOMAD_ONE_ZONE_UP_15.get(parts[2])
+    return None
+
+
+def compare(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per scenario and policy: windows, mean cost, deadlines met, and the peers' published number beside it
+    (under the scenario's own rules only: `rules` moves spotlab's numbers, not theirs)."""
+    out = rows.groupby(["scenario", "policy"], sort=False).agg(
+        windows=("cost", "size"), mean_cost=("cost", "mean"), deadlines_met=("deadline_met", "mean")).reset_index()
+    out["published"] = [published(s, p) for s, p in zip(out.scenario, out.policy)]
+    return out

@@ -50,6 +50,12 @@ class EgressTable:
         raise TraceError(f"egress: no price for moving data from region {src} to {dst}; add a row for it (or a "
                          f"'*,*' default) to the egress table")
 
+    def check_pairs(self, regions) -> None:
+        """A `TraceError` naming the first pair of `regions` the table has no price for (before any work)."""
+        for a in regions:
+            for b in regions:
+                self.usd_per_gb(a, b)
+
 
 DEFAULT_EGRESS = EgressTable(((ANY, ANY, DEFAULT_USD_PER_GB),))
 

@@ -94,7 +94,8 @@ def _missing(name: str, names: Sequence[str]) -> int:
 
 
 def zone_name(path: str | Path) -> str:
-    """A zone's name from its sky_spot file's name: what precedes the first `_` (`us-east-1a_v100_1__0.json`)."""
+    """A zone's name from its file's name, where the file does not say it (sky_spot JSON): what precedes the first
+    `_` (`us-east-1a_v100_1__0.json`)."""
     return Path(path).name.split("_", 1)[0].removesuffix(".json")
 
 
@@ -103,8 +104,8 @@ def load_zones(sources: str | Path | Sequence[str | Path], *, zones: Sequence[st
                slot_hours: float | None = None, convention: str | None = None, spot_price: float | None = None,
                od_price: float | None = None, spot_share: float | None = None,
                price_per: str = "gpu") -> ZonedMarket:
-    """Aligned zones from `sources`: several trace files (one zone each, e.g. sky_spot JSON files; a zone is named
-    by its file's name up to the first `_`), or one file of several zones (a tidy CSV or a marketplace file, whose
+    """Aligned zones from `sources`: several trace files (one zone each, named as the file says, or for sky_spot
+    JSON by the file's name up to the first `_`), or one file of several zones (a tidy CSV or a marketplace file, whose
     providers are its zones) with `zones` naming which (a list, or "all"). Each zone is read by
     `load.load_market`, so every check and price assumption of one zone holds for each. `price_per="instance"`
     prices a sky_spot zone per machine rather than per GPU (SkyNomad's benchmark counts machines)."""
@@ -131,7 +132,7 @@ def load_zones(sources: str | Path | Sequence[str | Path], *, zones: Sequence[st
         if zones is not None:
             raise TraceError("zones= picks zones of one file; with several files each file is a zone")
         markets = [load_market(p, **kw) for p in paths]
-        zone_names = [zone_name(p) for p in paths]
+        zone_names = [str(m.meta.get("zone") or zone_name(p)) for p, m in zip(paths, markets)]
     if price_per == "instance":
         markets = [_per_instance(m) for m in markets]
     if names is not None:

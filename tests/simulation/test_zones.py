@@ -45,7 +45,7 @@ def cases(draw):
     seeds = draw(st.lists(st.integers(0, 500), min_size=z, max_size=z, unique=True))
     regions = [draw(st.sampled_from(REGIONS)) for _ in range(z)]
     market = zoned_market(seeds, regions)
-    deadline = float(draw(st.integers(12, 20)))
+    deadline = float(draw(st.integers(12, 20))) - draw(st.sampled_from([0.0, 0.0, 0.3]))  # sometimes inside a slot
     work = deadline / draw(st.sampled_from([1.2, 1.5, 2.0]))
     n = draw(st.sampled_from([1, 2, 4]))  # a fixed count: the optimum across zones is exact for those
     job = make_job(work * n, deadline, gpus=n, overhead_hours=draw(st.sampled_from([0.0, 0.2, 0.5])),
@@ -79,12 +79,15 @@ def test_the_optimum_is_a_floor_for_every_policy_and_replays_to_its_cost(case, r
     best = simulate(opt, episodes, job, sem.settings)
     dp = np.array([-r.objective for r in opt.results_])
     np.testing.assert_allclose(best.cost, dp, rtol=1e-9, atol=1e-7)  # its plan, re-simulated, costs what it said
+    # by the end of the hard deadline's slot (a finish inside that slot after the deadline is a miss that pays the
+    # miss penalty, as in one zone), also where the rules do not enforce the deadline
+    end = np.ceil(job.hard_deadline_h / episodes.slot_hours - 1e-9) * episodes.slot_hours
     done = np.isfinite(best.completion_h)
-    assert np.all(best.completion_h[done] <= job.hard_deadline_h + 1e-9)
+    assert np.all(best.completion_h[done] <= end + 1e-9)
     for name in ONLINE:
         res = run_policy(name, {}, episodes, job, sem)
-        finished = np.isfinite(res.completion_h) & (res.completion_h <= job.hard_deadline_h + 1e-9)
-        # wherever a policy finishes by the deadline, the optimum finishes too, at no more cost
+        finished = np.isfinite(res.completion_h) & (res.completion_h <= end + 1e-9)
+        # wherever a policy finishes in that time, the optimum finishes too, at no more cost
         assert np.all(done[finished]), name
         assert np.all(best.cost[finished] <= res.cost[finished] + 1e-7 * np.maximum(1, res.cost[finished])), name
 
