@@ -119,6 +119,7 @@ DECLARED_IN = {
     "08": ("spotlab.experiments.outputs", "CONFIG_PREDICTION"),
     "09": ("spotlab.experiments.outputs", "CLUSTER_SCHEDULING"),
     "10": ("spotlab.experiments.rl_scheduling", "OUTPUTS"),
+    "11": ("spotlab.experiments.multi_region", "OUTPUTS"),
 }
 
 

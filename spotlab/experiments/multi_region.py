@@ -1,0 +1,139 @@
+"""Notebook 11's experiment (SPEC §9): the two benchmarks across zones under their own rules and spotlab's, with the
+peers' numbers beside ours, and what the cost of a job across zones depends on: the number of zones, the deadline
+ratio and the checkpoint a move carries.
+
+Each (study, scenario, rules, policy, swept value) is one cell of `cells.run`: its rows (one per window) are
+appended to `11_runs.csv` as it finishes, so a stopped run resumes. `plan(quick)` lists the cells; `benchmarks`
+and `sweeps` read the rows back into the notebook's tables.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .cells import Cell, Table, run
+from .outputs import FIGURE, declare
+from .published import SKYNOMAD_ONE_ZONE_UP_15
+from .zone_benchmarks import (
+    LEADERBOARD_SCENARIOS,
+    SHARED_SIX,
+    SKYNOMAD_CHECKPOINT_GB,
+    leaderboard_scenario,
+    published,
+    skynomad_scenario,
+)
+
+OUTPUTS = declare("11", runs="csv", benchmarks=("csv", "json"), peers=FIGURE, zones=FIGURE, ratio=FIGURE,
+                  checkpoint=FIGURE)
+COLUMNS = ("key", "study", "bench", "scenario", "rules", "policy", "x", "window", "cost", "completion_h",
+           "deadline_met")
+LEADERBOARD_POLICIES = ("round_robin", "up_failover", "up_probe", "optimal")
+SKYNOMAD_POLICIES = ("up_failover", "up_probe", "up_probe_cost", "optimal")
+SWEEP_POLICIES = ("up_failover", "optimal")
+RATIOS = (1.1, 1.2, 1.35, 1.5, 1.75, 2.0)
+CHECKPOINTS_GB = (0.0, 10.0, 50.0, 200.0, 1000.0)
+
+
+def _cell(study: str, bench: str, scenario: str, rules: str, policy: str, x: float, **params: Any) -> Cell:
+    labels = {"study": study, "bench": bench, "scenario": scenario, "rules": rules, "policy": policy, "x": x}
+    return Cell("multi_region", {**labels, **params}, labels=labels)
+
+
+def plan(quick: bool = False) -> list[Cell]:
+    """Every cell of the notebook: the benchmarks (each scenario under its own rules and spotlab's, SkyNomad's
+    one-zone UP per zone) and the sweeps on SkyNomad's shared six zones (ratio 1.5 unless swept). Quick: two
+    windows of two leaderboard scenarios and of SkyNomad's, and the sweeps' ends."""
+    windows = (0, 1) if quick else None
+    cells = []
+    keys = ("2_zones_same_region", "all_9_regions") if quick else tuple(LEADERBOARD_SCENARIOS)
+    for key in keys:
+        for rules in ("leaderboard", "spotlab"):
+            for policy in LEADERBOARD_POLICIES:
+                cells.append(_cell("benchmark", "leaderboard", key, rules, policy, 0.0, windows=windows))
+    for ratio in ((1.5,) if quick else (1.5, 1.2)):
+        for rules in ("skynomad", "spotlab"):
+            for policy in SKYNOMAD_POLICIES:
+                cells.append(_cell("benchmark", "skynomad", "+".join(SHARED_SIX), rules, policy, ratio,
+                                   windows=windows))
+    for zone in (SHARED_SIX[:2] if quick else SHARED_SIX):
+        cells.append(_cell("benchmark", "skynomad", zone, "skynomad", "uniform_progress", 1.5, windows=windows))
+    for k in ((1, 6) if quick else range(1, len(SHARED_SIX) + 1)):
+        for policy in SWEEP_POLICIES:
+            cells.append(_cell("zones", "skynomad", "+".join(SHARED_SIX[:k]), "skynomad", policy, float(k),
+                               windows=windows))
+    for ratio in ((1.2, 2.0) if quick else RATIOS):
+        for policy in SWEEP_POLICIES:
+            cells.append(_cell("ratio", "skynomad", "+".join(SHARED_SIX), "skynomad", policy, ratio,
+                               windows=windows))
+    for gb in ((0.0, 1000.0) if quick else CHECKPOINTS_GB):
+        for policy in SWEEP_POLICIES:
+            cells.append(_cell("checkpoint", "skynomad", "+".join(SHARED_SIX), "spotlab", policy, gb,
+                               windows=windows))
+    return cells
+
+
+def _compute(cell: Cell) -> pd.DataFrame:
+    from ..policies.run import run_policy
+    from ..policies.semantics import semantics_for
+    from ..simulation.slots import EPS
+
+    p = cell.params
+    windows = None if p["windows"] is None else list(p["windows"])
+    if p["bench"] == "leaderboard":
+        sc = leaderboard_scenario(p["scenario"], windows=windows)
+    else:
+        ratio = p["x"] if p["study"] in ("benchmark", "ratio") else 1.5
+        gb = p["x"] if p["study"] == "checkpoint" else SKYNOMAD_CHECKPOINT_GB
+        sc = skynomad_scenario(tuple(p["scenario"].split("+")), ratio, windows=windows, checkpoint_gb=gb)
+    rules = sc.semantics if p["rules"] == sc.semantics.rules else semantics_for("tidy", p["rules"])
+    res = run_policy(p["policy"], {}, sc.episodes, sc.job, rules)
+    met = np.isfinite(res.completion_h) & (res.completion_h <= sc.job.hard_deadline_h + EPS)
+    return pd.DataFrame({"window": np.arange(sc.episodes.n), "cost": res.cost, "completion_h": res.completion_h,
+                         "deadline_met": met})
+
+
+def run_all(cells: Sequence[Cell], out_dir: str | Path, resume: bool = True, n_jobs: int = 1,
+            progress: bool | None = None) -> pd.DataFrame:
+    """Every cell's rows, read back from `out_dir/11_runs.csv` where finished, the rest computed and appended."""
+    table = Table(Path(out_dir) / OUTPUTS.runs.csv, columns=COLUMNS, key="key", owner="notebook 11")
+    parts = run(cells, _compute, table, n_jobs=n_jobs, resume=resume, progress=progress)
+    return pd.concat(parts, ignore_index=True)
+
+
+def _peer_name(bench: str, scenario: str, x: float) -> str:
+    """The scenario's name as `zone_benchmarks.scenario` spells it."""
+    return f"leaderboard/{scenario}" if bench == "leaderboard" else f"skynomad/{x:g}/{scenario}"
+
+
+def benchmarks(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per scenario, rule set and policy: windows, mean cost, deadlines met, and the peers' published mean
+    where there is one (their rules, all the benchmark's windows)."""
+    b = rows[rows.study == "benchmark"]
+    out = b.groupby(["bench", "scenario", "x", "rules", "policy"], sort=False).agg(
+        windows=("cost", "size"), mean_cost=("cost", "mean"), deadlines_met=("deadline_met", "mean")).reset_index()
+    full = {"leaderboard": {k: len(v[1]) for k, v in LEADERBOARD_SCENARIOS.items()}}
+    pub = []
+    for r in out.itertuples():
+        own = r.rules == ("leaderboard" if r.bench == "leaderboard" else "skynomad")
+        whole = r.windows == (full["leaderboard"][r.scenario] if r.bench == "leaderboard" else 6)
+        if not (own and whole):
+            pub.append(np.nan)
+        elif r.policy == "uniform_progress":
+            pub.append(SKYNOMAD_ONE_ZONE_UP_15.get(r.scenario, np.nan))
+        else:
+            value = published(_peer_name(r.bench, r.scenario, r.x), r.policy)
+            pub.append(np.nan if value is None else value)
+    out["published"] = pub
+    out["rel_diff"] = out.mean_cost / out.published - 1
+    return out
+
+
+def sweep(rows: pd.DataFrame, study: str) -> pd.DataFrame:
+    """One sweep's mean cost and deadlines met per policy and swept value."""
+    s = rows[rows.study == study]
+    return s.groupby(["policy", "x"]).agg(mean_cost=("cost", "mean"),
+                                          deadlines_met=("deadline_met", "mean")).reset_index()
