@@ -60,8 +60,8 @@ def _selection(path, rounds=270, slope=0.31, regret=50.0):
 
 def test_missing_files_are_not_run(tmp_path):
     got = claims.evaluate(tmp_path)
-    assert [c.id for c in got] == ["1", "2", "2m", "3", "4", "5", "6", "7", "7m", "8", "8b", "8c", "C1", "C2",
-                                   "R1", "R2", "R3"]
+    assert [c.id for c in got] == ["1", "2", "2m", "3", "4", "5", "6", "7", "7m", "8", "8b", "8c", "Z1", "Z2", "C1",
+                                   "C2", "R1", "R2", "R3"]
     assert {c.verdict for c in got} == {"not run"}
 
 
@@ -176,7 +176,7 @@ def test_write_report(tmp_path):
     assert "[00_throughput_vs_gpus.png](00_throughput_vs_gpus.png)" in text
     assert "![" in text and "**deviates**" in text and "**not run**" in text
     rows = [ln for ln in text.splitlines() if ln.startswith("| ") and "**" in ln]
-    assert len(rows) == len(claims.CLAIMS) == 17 and all(ln.count(" | ") == 4 for ln in rows)
+    assert len(rows) == len(claims.CLAIMS) == 19 and all(ln.count(" | ") == 4 for ln in rows)
 
 
 def test_write_report_reads_log_and_full_mode(tmp_path):
@@ -208,7 +208,8 @@ def test_reproduce_writes_the_report(tmp_path, monkeypatch):
 def test_every_claim_survives_garbage(tmp_path, fn):
     for name in ("00_fits.csv", "02_best_models.csv", "03_key_numbers.csv", "04_utility_table.csv",
                  "05_best_cells.csv", "05_utility_heatmap.csv", "07_improvement.csv", "01b_crosscheck.csv",
-                 "08_key_numbers.csv", "09_jct_by_source.csv", "01c_leaderboard.csv", "10_seed_claims.csv"):
+                 "08_key_numbers.csv", "09_jct_by_source.csv", "01c_leaderboard.csv", "10_seed_claims.csv",
+                 "11_benchmarks.csv"):
         (tmp_path / name).write_text("a,b\n1,2\n")
     (tmp_path / "06_selection_summary.json").write_text("[1, 2")
     assert fn(tmp_path).verdict == "cannot compare"
@@ -338,3 +339,47 @@ def test_the_committed_full_run_has_a_section_for_every_claim(tmp_path):
         assert f"## {claim.id}. {claim.title} — " in report, f"no section for claim {claim.id}"
     for figure in re.findall(r"\]\(([\w.-]+\.png)\)", report):
         assert (committed / figure).is_file(), f"the report shows {figure}, which is not committed"
+
+
+def test_zone_published_numbers_match_their_sources(dataset):
+    """The numbers across zones are typed once (`published`) and appear in the data folders' READMEs."""
+    from spotlab.experiments import published as pub
+
+    multi = dataset("sky_spot_traces/adrs-cant-be-late-multi/README.md").read_text()
+    for name, (per, avg) in pub.MULTI_LEADERBOARD_PEERS.items():
+        row = next(ln for ln in multi.splitlines() if ln.startswith(f"| {name}"))
+        assert f" {avg:.2f} " in row and all(f" {x:.2f} " in row for x in per or ())
+    sky = dataset("sky_spot_traces/skynomad-gcp-h100/README.md").read_text()
+    for r15, r12 in pub.SKYNOMAD_SHARED_SIX.values():
+        assert f"| {r15:.2f} | {r12:.2f} |" in sky
+    for zone, cost in pub.SKYNOMAD_ONE_ZONE_UP_15.items():
+        assert f"{zone} {cost:.2f}" in sky
+    for key, cost in pub.SKYNOMAD_PAPER.items():
+        assert f"{cost:.2f}" in sky
+
+
+def _zone_benchmarks(tmp_path, up_s=601.18, optimum=520.5, one_zone=633.3):
+    rows = [("skynomad", "a+b+c+d+e+f", 1.5, "skynomad", "up_failover", up_s, 601.18),
+            ("skynomad", "a+b+c+d+e+f", 1.5, "skynomad", "optimal", optimum, 520.98),
+            ("skynomad", "us-east4-b", 1.5, "skynomad", "uniform_progress", one_zone, 633.30),
+            ("leaderboard", "all_9_regions", 0.0, "leaderboard", "round_robin", 47.99, 47.99),
+            ("leaderboard", "all_9_regions", 0.0, "spotlab", "round_robin", 49.0, float("nan")),
+            ("leaderboard", "all_9_regions", 0.0, "spotlab", "optimal", 47.0, float("nan"))]
+    t = pd.DataFrame(rows, columns=["bench", "scenario", "x", "rules", "policy", "mean_cost", "published"])
+    t["rel_diff"] = t.mean_cost / t.published - 1
+    t.to_csv(tmp_path / "11_benchmarks.csv", index=False)
+
+
+def test_zone_claims(tmp_path):
+    _zone_benchmarks(tmp_path)
+    z1, z2 = claims.zones_peers(tmp_path), claims.zones_floor(tmp_path)
+    assert z1.verdict == "holds" and z1.ours.startswith("4/4 within 0.5%")
+    assert z2.verdict == "holds" and "2/2" in z2.ours and "us-east4-b 633.30" in z2.ours
+    _zone_benchmarks(tmp_path, up_s=610.0)  # UP(S) 1.5% off
+    assert claims.zones_peers(tmp_path).verdict == "deviates"
+    _zone_benchmarks(tmp_path, optimum=500.0)  # an optimum below theirs is fine
+    assert claims.zones_peers(tmp_path).verdict == "holds"
+    _zone_benchmarks(tmp_path, optimum=700.0)  # above a baseline, above theirs
+    assert claims.zones_floor(tmp_path).verdict == "deviates" and claims.zones_peers(tmp_path).verdict == "deviates"
+    _zone_benchmarks(tmp_path, one_zone=500.0)  # moving did not pay
+    assert claims.zones_floor(tmp_path).verdict == "deviates"
