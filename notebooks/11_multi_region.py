@@ -94,49 +94,28 @@ save(fig, table, OUT.peers)
 plt.show()
 
 # %% [markdown]
-# ## Cost against the number of zones
+# ## What a job across zones costs
 #
-# SkyNomad's rules, ratio 1.5: the job may use the first k of the shared six zones (in the benchmark's order). The
-# optimum can only gain from a zone more; UP(S) need not.
+# On SkyNomad's shared six zones, ratio 1.5 unless swept: against the number of zones the job may use (the first k
+# in the benchmark's order; the optimum can only gain from a zone more, UP(S) need not), against the deadline ratio
+# (deadline = ratio x work at a fixed deadline of 311 ticks: a tighter job leaves less room to wait for spot), and,
+# under spotlab's rules, against the checkpoint a move carries (USD 0.02 per GB between regions; a LoRA adapter is
+# well under a GB, full fine-tuning of a 70B model about a terabyte of weights and optimiser state).
 
 # %%
-by_zones = mr.sweep(rows, "zones")
-fig, ax = plt.subplots(figsize=(7, 4.2))
-sns.lineplot(data=by_zones, x="x", y="mean_cost", hue="policy", marker="o", ax=ax)
-ax.set_xlabel("zones the job may use")
-ax.set_ylabel("mean cost per job (USD)")
-save(fig, by_zones, OUT.zones)
-plt.show()
-
-# %% [markdown]
-# ## Cost against the deadline ratio
-#
-# Deadline = ratio x work at a fixed deadline of 311 ticks: a tighter job leaves less room to wait for spot.
-
-# %%
-by_ratio = mr.sweep(rows, "ratio")
-fig, ax = plt.subplots(figsize=(7, 4.2))
-sns.lineplot(data=by_ratio, x="x", y="mean_cost", hue="policy", marker="o", ax=ax)
-ax.set_xlabel("deadline / work")
-ax.set_ylabel("mean cost per job (USD)")
-save(fig, by_ratio, OUT.ratio)
-plt.show()
-
-# %% [markdown]
-# ## Cost against the checkpoint size
-#
-# spotlab's rules, ratio 1.5: every move between regions pays USD 0.02 per GB of the checkpoint (a LoRA adapter is
-# well under a GB; full fine-tuning of a 70B model carries about a terabyte of weights and optimiser state).
-
-# %%
-by_ckpt = mr.sweep(rows, "checkpoint")
-fig, ax = plt.subplots(figsize=(7, 4.2))
-sns.lineplot(data=by_ckpt, x="x", y="mean_cost", hue="policy", marker="o", ax=ax)
-ax.set_xscale("symlog", linthresh=10)
-ax.set_xlabel("checkpoint carried by a move (GB)")
-ax.set_ylabel("mean cost per job (USD)")
-save(fig, by_ckpt, OUT.checkpoint)
-plt.show()
+sweeps = {"zones": ("zones the job may use", OUT.zones, False),
+          "ratio": ("deadline / work", OUT.ratio, False),
+          "checkpoint": ("checkpoint carried by a move (GB)", OUT.checkpoint, True)}
+for study, (xlabel, output, symlog) in sweeps.items():
+    by_x = mr.sweep(rows, study)
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    sns.lineplot(data=by_x, x="x", y="mean_cost", hue="policy", marker="o", ax=ax)
+    if symlog:
+        ax.set_xscale("symlog", linthresh=10)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("mean cost per job (USD)")
+    save(fig, by_x, output)
+    plt.show()
 
 # %%
 keys = ["bench", "scenario", "x", "rules", "policy"]
