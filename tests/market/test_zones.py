@@ -91,3 +91,19 @@ def test_the_egress_table(tmp_path):
         path.write_text(text)
         with pytest.raises(TraceError, match=match):
             read_egress_table(path)
+
+
+def test_a_marketplaces_providers_are_zones(dataset):
+    from spotlab.jobs.job import make_job
+    from spotlab.policies.run import run_policy
+    from spotlab.policies.semantics import Semantics
+
+    path = dataset("markets/gpu-price-tracker/H100_80GB_SXM5.jsonl.gz")
+    zm = load_zones(path, zones="all", slot_hours=0.5)  # snapshots about every 30 min, resampled to 30 min
+    assert "all" not in zm.names and len(zm.names) >= 2 and zm.regions == zm.names  # a provider is its own region
+    eps = cut_windows(zm, stride_hours=24, horizon_hours=24, history_hours=0, max_jobs=3)
+    job = make_job(8.0, 24.0, overhead_hours=0.25, checkpoint_gb=20.0)
+    opt = run_policy("optimal", {}, eps, job, Semantics())
+    up = run_policy("up_failover", {}, eps, job, Semantics())
+    done = np.isfinite(up.completion_h) & (up.completion_h <= 24.0 + 1e-9)
+    assert np.all(opt.cost[done] <= up.cost[done] + 1e-9)

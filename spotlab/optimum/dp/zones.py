@@ -67,8 +67,9 @@ class ZonesDP:
         incr = [self.rate * (self.dt - min(x, self.dt)) for x in [d, *self.pend]]
         q = work_quantum(incr)
         if q is None:
-            raise SolverError("the optimum across zones needs every slot's work on one lattice (slot, restart "
-                              "overhead and throughput on simple fractions)")
+            raise SolverError(f"the optimum across zones needs the slot ({self.dt:g} h) and the restart overhead "
+                              f"({d:g} h) on simple fractions of an hour; resample the zones to a round slot "
+                              "(--slot-hours, or slot_hours= in load_zones)")
         self.q = q
         self.K = int(math.ceil(job.work / q - 1e-9))
         self.prog = np.array([int(round(self.rate * (self.dt - min(x, self.dt)) / q)) for x in self.pend])
