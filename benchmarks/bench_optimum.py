@@ -24,17 +24,13 @@ import numpy as np
 
 from spotlab.data.locate import dataset_path
 from spotlab.experiments.published import CANT_BE_LATE_MEAN_COST
-from spotlab.jobs.job import Job, Throughput
+from spotlab.jobs.job import Job, Throughput, make_job
+from spotlab.market.load import load_market
+from spotlab.market.windows import cut_windows
 from spotlab.optimum.dp.exact import exact_dp
 from spotlab.optimum.dp.fixed_count import FixedCountDP
 from spotlab.optimum.solve import OptimumProblem
 from spotlab.policies.registry import make_policy
-
-pass
-pass
-from spotlab.jobs.job import make_job
-from spotlab.market.load import load_market
-from spotlab.market.windows import cut_windows
 from spotlab.policies.semantics import semantics_for
 from spotlab.simulation.engine import simulate
 from spotlab.simulation.settings import SimSettings

@@ -16,7 +16,6 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-pass
 from ..jobs.job import make_job
 from ..market.episodes import Episodes
 from ..market.load import load_market

@@ -24,10 +24,8 @@ import numpy as np
 import pandas as pd
 
 from ..data.locate import dataset_path
-from ..market.market import Market
-
-pass
 from ..market.load import trace_zones
+from ..market.market import Market
 from ..predict.base import slots_per
 from ..predict.evaluate import evaluate_zones
 from ..predict.registry import make_predictor
