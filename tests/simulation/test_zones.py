@@ -47,8 +47,12 @@ def cases(draw):
     market = zoned_market(seeds, regions)
     deadline = float(draw(st.integers(12, 20))) - draw(st.sampled_from([0.0, 0.0, 0.3]))  # sometimes inside a slot
     work = deadline / draw(st.sampled_from([1.2, 1.5, 2.0]))
-    n = draw(st.sampled_from([1, 2, 4]))  # a fixed count: the optimum across zones is exact for those
-    job = make_job(work * n, deadline, gpus=n, overhead_hours=draw(st.sampled_from([0.0, 0.2, 0.5])),
+    n_max = draw(st.sampled_from([1, 2, 4]))
+    n_min = draw(st.sampled_from([n_max, n_max, 1]))  # sometimes elastic
+    beta = draw(st.sampled_from([0.0, 0.0, 0.5]))
+    # `work` hours on N_max GPUs (make_job takes hours of one GPU)
+    job = make_job(work * (n_max + beta) / (1 + beta), deadline, gpus_min=n_min, gpus_max=n_max, beta=beta,
+                   overhead_hours=draw(st.sampled_from([0.0, 0.2, 0.5])),
                    checkpoint_gb=draw(st.sampled_from([0.0, 50.0, 500.0])))
     episodes = cut_windows(market, stride_hours=12.0, horizon_hours=deadline, history_hours=0, max_jobs=3)
     return episodes, job
@@ -194,8 +198,8 @@ def test_zones_must_share_their_windows():
         ZonedEpisodes((a, b), ("x", "y"), ("us-east-1", "us-east-1"))
 
 
-def test_an_elastic_job_across_zones_has_no_optimum_yet_and_says_so():
-    eps = cut_windows(zoned_market([1, 2], ("us-east-1", "us-west-2")), stride_hours=12.0, horizon_hours=16.0,
-                      history_hours=0, max_jobs=1)
-    with pytest.raises(SolverError, match="fixed GPU count"):
-        simulate(make_policy("optimal"), eps, make_job(8.0, 16.0, gpus_min=1, gpus_max=2), SimSettings())
+def test_an_optimum_that_cannot_be_exact_says_what_to_do():
+    eps = cut_windows(zoned_market([1, 2], ("us-east-1", "us-west-2"), slot_hours=0.4929376397), stride_hours=12.0,
+                      horizon_hours=16.0, history_hours=0, max_jobs=1)
+    with pytest.raises(SolverError, match="resample the zones to a round slot"):
+        simulate(make_policy("optimal"), eps, make_job(8.0, 16.0, overhead_hours=0.25), SimSettings())

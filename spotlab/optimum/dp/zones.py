@@ -1,10 +1,10 @@
-"""The exact hindsight optimum of a fixed-size job across zones (SPEC §9): a DP over the zone, the allocation (how
-many of the job's N GPUs are spot, the rest on demand, or idle), the restart overhead still to pay, and the work
-done on a lattice, under the engine's rules of the run (`SimSettings`: billing, moves, egress, the completing slot,
+"""The exact hindsight optimum of a job across zones (SPEC §9): a DP over the zone, the allocation (how many GPUs,
+N_min..N_max, and how many of them spot, the rest on demand, or idle), the restart overhead still to pay, and the
+work done on a lattice, under the engine's rules of the run (`SimSettings`: billing, moves, egress, the completing slot,
 final-zone prices, the deadline).
 
 Why a DP: with the whole window known, the state above is all the engine carries from slot to slot, and every
-slot's work is a whole multiple of one quantum (the slot and the restart overhead being commensurate), so the
+slot's work is a whole multiple of one quantum (the slot, the restart overhead and H(n) being commensurate), so the
 optimum is exact, not a relaxation, and its plan replays in the engine to its cost. The idle states remember the
 zone the job last ran in, where egress is paid from. Levels that cannot finish in the slots left, or not yet be
 reached, are never stored. The objective is the utility's: cost, less the value of finishing when it finishes,
@@ -46,9 +46,6 @@ class ZonesDP:
 
     def __init__(self, job: Job, horizon: int, slot_hours: float, settings: SimSettings, regions, n_zones: int,
                  must_finish: bool = True, max_cells: int = 400_000_000, bill_last: bool | None = None):
-        if job.n_min != job.n_max:
-            raise SolverError("the optimum across zones needs a fixed GPU count (N_min = N_max); an elastic job "
-                              "across zones has no exact solver yet")
         if settings.transfer_time:
             raise SolverError("the optimum across zones does not model a checkpoint's transfer time; run it with "
                               "transfer_time off")
@@ -56,7 +53,14 @@ class ZonesDP:
         self.settings, self.Z, self.must_finish = settings, int(n_zones), bool(must_finish)
         self.bill_last = settings.bill_completing_slot or self.Z == 1 if bill_last is None else bool(bill_last)
         self.n = int(job.n_max)
-        self.rate = float(job.throughput(self.n))
+        # the allocations a run may have: c GPUs (N_min..N_max), k of them spot, the rest on demand
+        self.alloc = [(c, k) for c in range(int(job.n_min), self.n + 1) for k in range(c + 1)]
+        self.NA = len(self.alloc)
+        self.alloc_c = np.array([c for c, _ in self.alloc])
+        self.alloc_k = np.array([k for _, k in self.alloc])
+        rates = {c: float(job.throughput(c)) for c in range(int(job.n_min), self.n + 1)}
+        self.rates = np.array([rates[c] for c, _ in self.alloc])
+        self.gpu_hours_per_work = min(c / r for c, r in rates.items())  # the least a unit of work can take
         d = float(job.overhead_h)
         self.pend = [0.0]  # overhead left at a slot's start while running: 0, then d - dt, d - 2 dt, ... > 0
         p = d - self.dt
@@ -64,7 +68,7 @@ class ZonesDP:
             self.pend.append(p)
             p -= self.dt
         self.P = len(self.pend)
-        incr = [self.rate * (self.dt - min(x, self.dt)) for x in [d, *self.pend]]
+        incr = [r * (self.dt - min(x, self.dt)) for r in rates.values() for x in [d, *self.pend]]
         q = work_quantum(incr)
         if q is None:
             raise SolverError(f"the optimum across zones needs the slot ({self.dt:g} h) and the restart overhead "
@@ -72,8 +76,10 @@ class ZonesDP:
                               "(--slot-hours, or slot_hours= in load_zones)")
         self.q = q
         self.K = int(math.ceil(job.work / q - 1e-9))
-        self.prog = np.array([int(round(self.rate * (self.dt - min(x, self.dt)) / q)) for x in self.pend])
-        self.prog_launch = int(round(self.rate * (self.dt - min(d, self.dt)) / q))
+        # work levels a slot adds, per allocation and overhead left (a run going on), or after a launch
+        self.prog = np.array([[int(round(r * (self.dt - min(x, self.dt)) / q)) for x in self.pend]
+                              for r in self.rates])
+        self.prog_launch = np.array([int(round(r * (self.dt - min(d, self.dt)) / q)) for r in self.rates])
         self.next_p = np.array([self._index(max(x - self.dt, 0.0)) for x in self.pend])
         self.next_launch = self._index(max(d - self.dt, 0.0))
         self.lost = np.array([min(x, self.dt) for x in self.pend])
@@ -83,8 +89,8 @@ class ZonesDP:
         self.regions = tuple(regs)
         self.E = np.array([[settings.egress.usd_per_gb(a, b) * gb if settings.moves == "relaunch" else 0.0
                             for b in regs] for a in regs])
-        # modes: 0 never started; 1..Z idle, last ran in zone z; then (zone z, k spot of n) running
-        self.M = 1 + self.Z + self.Z * (self.n + 1)
+        # modes: 0 never started; 1..Z idle, last ran in zone z; then (zone z, allocation a) running
+        self.M = 1 + self.Z + self.Z * self.NA
         self.max_cells = int(max_cells)
         codes = self.M * self.P * 2
         self.code_dtype = np.uint8 if codes < 255 else np.uint16 if codes < 65535 else np.int32
@@ -95,8 +101,9 @@ class ZonesDP:
                 return i
         return 0
 
-    def run_mode(self, z: int, k: int) -> int:
-        return 1 + self.Z + z * (self.n + 1) + k
+    def run_mode(self, z: int, a: int) -> int:
+        """The mode of a run in zone `z` with allocation `a` (`alloc[a]`: GPUs, of which spot)."""
+        return 1 + self.Z + z * self.NA + a
 
     def solve_window(self, avail: np.ndarray, spot_price: np.ndarray, od_price: np.ndarray,
                      final_zone: int | None = None) -> ZonePlan:
@@ -136,17 +143,17 @@ class ZonesDP:
 
     def _solve(self, A: np.ndarray, SP: np.ndarray, OD: np.ndarray, cont: np.ndarray | None,
                finish_ok: np.ndarray | None) -> ZonePlan:
-        """The DP proper. `cont` (Z, n+1, T), where given, says where a run of k spot GPUs may go on into slot t
-        without a restart (default: wherever the zone has k); `finish_ok` where the job may complete."""
+        """The DP proper. `cont` (Z, n+1, T), where given, says where a run with k spot GPUs may go on into slot t
+        without a restart (default: wherever the zone has k); `finish_ok` (same shape) where the job may complete."""
         started = time.perf_counter()
-        job, Z, n, P, K, T, dt = self.job, self.Z, self.n, self.P, self.K, self.T, self.dt
-        max_prog = int(max(self.prog.max(), self.prog_launch))
+        job, Z, P, K, T, dt = self.job, self.Z, self.P, self.K, self.T, self.dt
+        max_prog = int(max(self.prog.max(), self.prog_launch.max()))
         if T * self.M * P * (K + 1) > self.max_cells * 8:
             raise SolverError(f"the optimum across zones would keep {T * self.M * P * (K + 1):,} states; "
                               "shorten the window or coarsen the slots")
         INF = np.inf
-        kk = np.arange(n + 1)
-        run_modes = np.array([[self.run_mode(z, k) for k in range(n + 1)] for z in range(Z)])  # (Z, n+1)
+        NA, ac, ak = self.NA, self.alloc_c, self.alloc_k
+        run_modes = np.array([[self.run_mode(z, x) for x in range(NA)] for z in range(Z)])  # (Z, NA)
         V = np.full((self.M, P, K), INF)
         V[0, 0, 0] = 0.0
         # the mode each zone's idle/run states leave egress from; the never-started state pays none
@@ -168,8 +175,8 @@ class ZonesDP:
                 break
             w_idx = np.arange(a, b)
             Vb = V[:, :, a:b]
-            valid = kk[None, :] <= A[:, t][:, None]  # (Z, n+1): k spot GPUs can be had in zone z
-            price = (n - kk)[None, :] * OD[:, t][:, None] + kk[None, :] * SP[:, t][:, None]  # per hour (Z, n+1)
+            valid = ak[None, :] <= A[:, t][:, None]  # (Z, NA): the allocation's spot GPUs can be had in zone z
+            price = (ac - ak)[None, :] * OD[:, t][:, None] + ak[None, :] * SP[:, t][:, None]  # per hour (Z, NA)
             Vn = np.full_like(V, INF)
             code = np.full(V.shape, -1, dtype=np.int32)  # source mode * P + source pending, x2, + kind (1 = stay)
 
@@ -191,17 +198,18 @@ class ZonesDP:
             Lsrc = np.argmin(L, axis=0)  # (Z, K)
             Lval = np.take_along_axis(L, Lsrc[None], axis=0)[0]  # (Z, K)
             for z in range(Z):
-                for k in range(n + 1):
-                    if not valid[z, k]:
+                for x in range(NA):
+                    if not valid[z, x]:
                         continue
-                    m = run_modes[z, k]
-                    cost = price[z, k] * dt
+                    k, rate = int(ak[x]), float(self.rates[x])
+                    m = run_modes[z, x]
+                    cost = price[z, x] * dt
                     ends_here = finish_ok is None or finish_ok[z, k, t]
                     # stay (and, with free moves, arrive from the same allocation in another zone that still has it)
                     if cont is not None and not cont[z, k, t]:
                         froms = []
                     elif self.settings.moves == "free" and Z > 1:
-                        froms = [run_modes[zs, k] for zs in range(Z) if valid[zs, k]]
+                        froms = [run_modes[zs, x] for zs in range(Z) if valid[zs, x]]
                     else:
                         froms = [m]
                     for ms in froms:
@@ -209,8 +217,7 @@ class ZonesDP:
                             src = Vb[ms, p]
                             if not np.isfinite(src).any():
                                 continue
-                            step = self.prog[p]
-                            dest = w_idx + step
+                            dest = w_idx + self.prog[x, p]
                             fin = dest >= K
                             if (~fin).any():
                                 cand = src[~fin] + cost
@@ -220,8 +227,8 @@ class ZonesDP:
                                 Vn[m, pn, tgt[better]] = cand[better]
                                 code[m, pn, tgt[better]] = (ms * P + p) * 2 + 1
                             if fin.any() and ends_here:
-                                best = self._finish(best, t, src, fin, w_idx, self.lost[p], price[z, k], full,
-                                                    bill_last, 0.0, (t, m, ms, p, 1))
+                                best = self._finish(best, t, src, fin, w_idx, self.lost[p], price[z, x], rate,
+                                                    full, bill_last, (t, m, ms, p, 1))
                     # launch (a restart in place where the run could go on is no restart in the engine)
                     src, src_mode = Lval[z], Lsrc[z]
                     if froms and m in froms:
@@ -229,7 +236,7 @@ class ZonesDP:
                         Lm[m] = INF
                         src_mode = np.argmin(Lm, axis=0)
                         src = Lm[src_mode, w_idx - a]
-                    dest = w_idx + self.prog_launch
+                    dest = w_idx + self.prog_launch[x]
                     fin = dest >= K
                     if (~fin).any():
                         cand = src[~fin] + cost
@@ -241,8 +248,8 @@ class ZonesDP:
                         Vn[m, pn, tgt[better]] = cand[better]
                         code[m, pn, tgt[better]] = (ms * P + ps) * 2
                     if fin.any() and ends_here:
-                        best = self._finish(best, t, src, fin, w_idx, self.lost_launch, price[z, k], full, bill_last,
-                                            0.0, (t, m, -1, -1, 0), launch_src=(src_mode, pmin, a))
+                        best = self._finish(best, t, src, fin, w_idx, self.lost_launch, price[z, x], rate, full,
+                                            bill_last, (t, m, -1, -1, 0), launch_src=(src_mode, pmin, a))
             lo = 0
             if self.must_finish:  # a level too low to finish in the slots left is dropped
                 lo = min(max(K - (T - t - 1) * max_prog, 0), K)
@@ -262,9 +269,9 @@ class ZonesDP:
             raise SolverError("no schedule finishes the job by its deadline in this window (not even on demand)")
         return self._plan(pointers, None, best[1], True, best[0], started)
 
-    def _finish(self, best, t, src, fin, w_idx, lost, price, full, bill_last, egress, where, launch_src=None):
-        """The best completion among the sources that finish in slot t."""
-        left = (self.job.work - w_idx[fin] * self.q) / self.rate
+    def _finish(self, best, t, src, fin, w_idx, lost, price, rate, full, bill_last, where, launch_src=None):
+        """The best completion among the sources that finish in slot t (a run doing `rate` work an hour)."""
+        left = (self.job.work - w_idx[fin] * self.q) / rate
         used = lost + left
         billed = self.dt if full else np.minimum(used, self.dt)
         cost = price * billed if bill_last else 0.0
@@ -305,16 +312,17 @@ class ZonesDP:
             kind, ms, ps = c % 2, (c // 2) // P, (c // 2) % P
             if m > Z:  # a run: the work it did this slot
                 restart[t] = kind == 0
-                w -= self.prog[ps] if kind == 1 else self.prog_launch
+                x = (m - 1 - Z) % self.NA
+                w -= self.prog[x, ps] if kind == 1 else self.prog_launch[x]
             m, p, t = ms, ps, t - 1
         return ZonePlan(zone, o, s, restart, float(objective), bool(done), time.perf_counter() - started)
 
     def _set(self, t: int, m: int, zone, o, s) -> None:
         if m <= self.Z:  # never started, or idle
             return
-        r = m - 1 - self.Z
-        z, k = divmod(r, self.n + 1)
-        zone[t], s[t], o[t] = z, k, self.n - k
+        z, x = divmod(m - 1 - self.Z, self.NA)
+        c, k = self.alloc[x]
+        zone[t], s[t], o[t] = z, k, c - k
 
 
 def _place(plan: ZonePlan, has: np.ndarray, final_zone: int) -> ZonePlan:
@@ -364,7 +372,7 @@ def _bound(dp: ZonesDP, spot_price: np.ndarray, od_price: np.ndarray, final_zone
     cheaper of its two prices, less the job's value (or the miss penalty, where the job may be left)."""
     job = dp.job
     price = min(float(np.asarray(spot_price)[final_zone, 0]), float(np.asarray(od_price)[final_zone, 0]))
-    floor = job.work / dp.rate * dp.n * price - float(job.value)
+    floor = job.work * dp.gpu_hours_per_work * price - float(job.value)
     return floor if dp.must_finish else min(floor, float(job.miss_penalty))
 
 
