@@ -25,7 +25,8 @@ INDEPENDENT_WINDOWS = [name for name in REGISTRY if getattr(policy_class(name), 
 
 
 def test_the_rules_declare_their_windows_independent():
-    assert INDEPENDENT_WINDOWS == ["on_demand", "greedy", "uniform_progress", "prediction_free"]
+    assert INDEPENDENT_WINDOWS == ["on_demand", "greedy", "uniform_progress", "prediction_free", "up_failover",
+                                   "round_robin", "up_probe", "up_probe_cost"]
 
 
 @pytest.mark.parametrize("policy", INDEPENDENT_WINDOWS)
