@@ -34,6 +34,9 @@ def register(commands: Any) -> None:
                                    "the order tried, the job starting in the first; or `all`)")
     s.add_argument("--checkpoint-gb", type=finite("--checkpoint-gb", nonneg=True, maximum=1e6), default=0.0,
                    help="what a move between zones carries, in GB (egress is paid on it across regions; default 0)")
+    s.add_argument("--zone-rule", action="append", default=[], type=key_value, metavar="KEY=VALUE",
+                   help="a rule of moves beyond the rule set's: transfer_time=true (a move waits for the checkpoint), "
+                        "bandwidth_gbps=8.2, visibility=probe|free, probe_seconds=60 (docs/zones.md)")
     s.add_argument("--egress-table", help="CSV from_region,to_region,usd_per_gb for moves across regions (default: "
                                           "USD 0.02/GB between regions, free inside one; docs/zones.md)")
     s.add_argument("--policy", required=True, help="policy name (see `spotlab policies`)")
@@ -88,6 +91,17 @@ def register(commands: Any) -> None:
                    help="leave the `timings` key out of the JSON, so that a rerun prints the same bytes")
     progress_option(s)
     s.set_defaults(run=run)
+
+
+def _rule_value(text: str) -> Any:
+    """A zone rule's value from the command line: true/false, a number, or the text."""
+    low = text.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    try:
+        return float(text)
+    except ValueError:
+        return text
 
 
 def _one_seed(args: argparse.Namespace, params: dict) -> int:
@@ -176,9 +190,10 @@ def run(args: argparse.Namespace) -> int:
                            "or one --trace per zone")
     if args.zones is not None and len(args.trace) > 1:
         raise SpotlabError("--zones picks zones of one file; with several --trace each file is a zone")
-    if not across and (args.egress_table is not None or args.checkpoint_gb):
-        raise SpotlabError("--checkpoint-gb and --egress-table price moves between zones; give several --trace "
-                           "(one per zone) or --zones")
+    if not across and (args.egress_table is not None or args.checkpoint_gb or args.zone_rule):
+        raise SpotlabError("--checkpoint-gb, --egress-table and --zone-rule price moves between zones; give several "
+                           "--trace (one per zone) or --zones")
+    zone_rules = {k: _rule_value(v) for k, v in key_values(args.zone_rule, "--zone-rule").items()}
     egress = read_egress_table(args.egress_table) if args.egress_table is not None else None
     job = make_job(args.work_hours, args.deadline_hours, args.hard_deadline_hours, args.restart_overhead_hours,
                    args.gpus, args.gpus_min, args.gpus_max, args.throughput_alpha, args.throughput_beta,
@@ -204,7 +219,8 @@ def run(args: argparse.Namespace) -> int:
     history = HISTORY_HOURS if getattr(cls, "reads_history", True) else 0.0  # no week cut for a rule that ignores it
     episodes = cut_windows(market, windows=args.windows, stride_hours=stride, horizon_hours=job.hard_deadline_h,
                            skip_hours=skip, history_hours=history)
-    semantics = semantics_for(market, args.semantics, args.billing, args.safety_net, args.give_up, egress)
+    semantics = semantics_for(market, args.semantics, args.billing, args.safety_net, args.give_up, egress,
+                              zone_rules)
     loaded_s = time.perf_counter()
     with Progress(desc=args.policy, unit="slot", enabled=args.progress) as bar:
         block = [(0, 1)]
@@ -235,7 +251,8 @@ def run(args: argparse.Namespace) -> int:
         "slot_hours": market.slot_hours,
         "semantics": {"billing": semantics.billing, "safety_net": semantics.safety_net,
                       "give_up": semantics.give_up, **({"rules": semantics.rules, "egress": semantics.egress.source,
-                                                         "regions": list(market.regions)} if across else {})},
+                                                         "regions": list(market.regions), **zone_rules}
+                                                        if across else {})},
         "job": {"work_hours": args.work_hours, "deadline_hours": job.deadline_h,
                 "hard_deadline_hours": job.hard_deadline_h, "restart_overhead_hours": job.overhead_h,
                 "gpus_min": job.n_min, "gpus_max": job.n_max, "throughput_alpha": args.throughput_alpha,

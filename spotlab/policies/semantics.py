@@ -44,6 +44,7 @@ class Semantics:
     give_up: bool = False
     rules: str = "spotlab"
     egress: EgressTable = field(default=DEFAULT_EGRESS)
+    overrides: tuple[tuple[str, Any], ...] = ()  # SimSettings fields set beyond the rule set's, e.g. transfer_time
 
     def __post_init__(self) -> None:
         if self.rules not in ZONE_RULES:
@@ -51,6 +52,15 @@ class Semantics:
         if self.billing not in BILLINGS:
             raise TraceError(f"unknown billing {self.billing!r}; use one of {', '.join(BILLINGS)}")
         check_variant(self.safety_net, self.give_up)
+        fixed = {"billing", "egress"}  # fields of their own here
+        bad = [k for k, _ in self.overrides if k in fixed or k not in SimSettings.__dataclass_fields__]
+        if bad:
+            allowed = sorted(set(SimSettings.__dataclass_fields__) - fixed)
+            raise TraceError(f"unknown zone rule {bad[0]!r}; the rules are {', '.join(allowed)}")
+        try:
+            self.settings
+        except ValueError as exc:
+            raise TraceError(f"zone rules: {exc}") from None
 
     @classmethod
     def cant_be_late(cls) -> "Semantics":
@@ -66,7 +76,8 @@ class Semantics:
 
     @property
     def settings(self) -> SimSettings:
-        return SimSettings(billing=self.billing, egress=self.egress, **ZONE_RULES[self.rules])
+        rules = {**ZONE_RULES[self.rules], **dict(self.overrides)}
+        return SimSettings(billing=self.billing, egress=self.egress, **rules)
 
     def policy(self, name: str, params: Mapping[str, Any] | None = None) -> Any:
         """The registered policy `name`, guarded by this net (a hindsight plan is never guarded)."""
@@ -76,18 +87,19 @@ class Semantics:
         """What tells two rule sets apart in an experiment's cell key (the default zone rules say nothing, so
         one-zone keys stay what they were)."""
         out = {"billing": self.billing, "safety_net": self.safety_net, "give_up": self.give_up}
-        if self.rules != "spotlab" or self.egress != DEFAULT_EGRESS:
-            out.update(rules=self.rules, egress=self.egress.source)
+        if self.rules != "spotlab" or self.egress != DEFAULT_EGRESS or self.overrides:
+            out.update(rules=self.rules, egress=self.egress.source, **dict(self.overrides))
         return out
 
 
 def semantics_for(market: Any, semantics: str = "auto", billing: str | None = None,
                   safety_net: str | None = None, give_up: bool = False,
-                  egress: EgressTable | None = None) -> Semantics:
+                  egress: EgressTable | None = None, overrides: Mapping[str, Any] | None = None) -> Semantics:
     """The rules to simulate `market` (a `Market`, a `ZonedMarket`, or a format: "sky_spot", "tidy", ...) with.
     `auto`: a sky_spot trace of one zone is simulated with the Can't Be Late simulator's rules (SPEC §3.2), any
     other market with spotlab's; explicit `billing` / `safety_net` override any rule set; `give_up` lets the net
-    stop a job not worth finishing on demand; `egress` replaces the egress table."""
+    stop a job not worth finishing on demand; `egress` replaces the egress table; `overrides` sets rules of the
+    engine beyond the rule set's (`SimSettings` fields: transfer_time, visibility, probe_seconds, ...)."""
     if semantics not in SEMANTICS:
         raise TraceError(f"unknown semantics {semantics!r}; use one of {', '.join(SEMANTICS)}")
     fmt = market.meta.get("format") if isinstance(market, Market) else market if isinstance(market, str) else None
@@ -100,4 +112,5 @@ def semantics_for(market: Any, semantics: str = "auto", billing: str | None = No
     else:
         base = Semantics()
     return Semantics(billing=billing or base.billing, safety_net=safety_net or base.safety_net,
-                     give_up=bool(give_up), rules=base.rules, egress=egress or base.egress)
+                     give_up=bool(give_up), rules=base.rules, egress=egress or base.egress,
+                     overrides=tuple(sorted((overrides or {}).items())))

@@ -82,7 +82,24 @@ def test_one_trace_per_zone_with_a_users_egress_table(tmp_path, capsys):
     assert read_egress_table(table).usd_per_gb("us-east-1", "eu-west-1") == 0.09
 
 
+def test_zone_rules_beyond_the_rule_set(tmp_path, capsys):
+    path = tidy(tmp_path / "zones.csv")
+    base = ["simulate", "--trace", path, "--zones", "all", "--policy", "up_failover", *JOB, "--checkpoint-gb", "500",
+            "--json", "--no-timings"]
+    runs = {}
+    for rule in ("transfer_time=false", "transfer_time=true"):
+        code, out, err = cli([*base, "--zone-rule", rule], capsys)
+        assert code == 0, err
+        runs[rule] = json.loads(out)
+    assert runs["transfer_time=true"]["semantics"]["transfer_time"] is True
+    code, out, err = cli([*base[:5], "--policy", "optimal", *base[7:], "--zone-rule", "transfer_time=true"], capsys)
+    assert code == 2 and "transfer time" in err and len(err.strip().splitlines()) == 1, err
+
+
 @pytest.mark.parametrize("argv,message", [
+    (["--zones", "all", "--zone-rule", "warp=9"], "unknown zone rule 'warp'"),
+    (["--zones", "all", "--zone-rule", "visibility=maybe"], "visibility must be one of"),
+    (["--zone-rule", "visibility=free"], "--zone-rule price moves between zones"),
     (["--zones", "all", "--zone", "us-east-1a"], "--zone picks the one zone"),
     (["--checkpoint-gb", "5"], "price moves between zones"),
     (["--zones", "us-east-1a,nowhere-1z"], "nowhere-1z"),
