@@ -64,13 +64,16 @@ def run(args: argparse.Namespace) -> int:
     table = zb.compare(rows)
     if args.rules is not None:  # the peers' numbers are under the scenario's own rules
         table = table.drop(columns="published")
+    else:  # ... and with the policies' defaults
+        table["published"] = table["published"].where(~table["policy"].isin(list(params)))
     if args.per_run:
         with writing(args.per_run, "--per-run"):
             rows.to_csv(args.per_run, index=False)
     if args.json:
         print(json.dumps({"scenario": rows.scenario.iloc[0], "rules": args.rules or "the scenario's",
-                          "policies": table.to_dict(orient="records")}, allow_nan=False, default=jsonable))
+                          "policies": table.astype(object).where(table.notna(), None).to_dict(orient="records")},
+                         allow_nan=False, default=jsonable))
     else:
         print(f"{rows.scenario.iloc[0]} ({rows.window.nunique()} windows, rules: {args.rules or 'its own'})")
-        print(table.drop(columns="scenario").to_string(index=False, float_format=lambda x: f"{x:.2f}"))
+        print(table.drop(columns="scenario").to_string(index=False, float_format=lambda x: f"{x:.2f}", na_rep=""))
     return 0

@@ -138,6 +138,9 @@ def test_the_scenario_command(capsys, dataset):
     assert rows["optimal"]["mean_cost"] <= rows["up_failover"]["mean_cost"] and rows["optimal"]["windows"] == 6
     code, out, err = cli(["scenario", "skynomad/1.5/us-east4-b", "--policy", "uniform_progress"], capsys)
     assert code == 0 and "633.30" in out, out  # SkyNomad's one-zone UP there, beside ours
+    code, out, err = cli(["scenario", "skynomad/1.5/us-east4-b+us-west1-a", "--policy", "up_probe", "--param",
+                          "up_probe.samples=3", "--json"], capsys)
+    assert code == 0 and json.loads(out)["policies"][0]["published"] is None  # not the peers' settings
     for argv, message in ((["scenario"], "name a scenario"), (["scenario", "leaderboard/nine"], "unknown"),
                           (["scenario", "skynomad/1.5", "--param", "x.y=1"], "POLICY.KEY"),
                           (["scenario", "skynomad/1.5", "--policy", "nope"], "nope")):
