@@ -2,7 +2,7 @@
 
 1. SkyNomad's "shared six" zones, windows of 311 ticks of 600 s, ratios 1.5 and 1.2 (SkyNomad's rules): seconds per
    window of the zones DP, against the bar of 2 s, and against simulating UP(S) on the same six windows in the same
-   run (a machine-independent ratio). SkyNomad's own hindsight DP took about 10 s per window on this machine.
+   run (a machine-independent ratio).
 2. The multi-region leaderboard (its rules: free moves, final-zone prices): windows of 1,107 ticks on 2 and on 9
    zones, where the zones fold into one (moves are free), the same measures.
 The DP's objective is checked against the engine's replay of its plan, window by window.

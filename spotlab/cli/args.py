@@ -106,6 +106,21 @@ def key_values(pairs: Sequence[tuple[str, str]], flag: str) -> dict[str, str]:
     return out
 
 
+def values_by_name(pairs: Sequence[tuple[str, str]], flag: str, names: Sequence[str], listed: str, example: str,
+                   error: type[SpotlabError] = SpotlabError) -> dict[str, dict[str, str]]:
+    """Repeated NAME.KEY=VALUE options (a parameter of one of several policies) as {name: {key: value}}; a name
+    not among `names` (the option `listed` gives them) or a key without a name is an error."""
+    out: dict[str, dict[str, str]] = {}
+    for key, value in key_values(pairs, flag).items():
+        name, dot, param = key.partition(".")
+        if not dot or not name or not param:
+            raise error(f"{flag} {key}={value}: expected POLICY.KEY=VALUE, e.g. {example}")
+        if name not in names:
+            raise error(f"{flag} {key}={value}: {name} is not among {listed} ({','.join(names)})")
+        out.setdefault(name, {})[param] = value
+    return out
+
+
 def progress_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                         help="progress bar on stderr (default: when stderr is a terminal)")

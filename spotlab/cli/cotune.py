@@ -19,10 +19,10 @@ from .args import (
     output_folder,
     progress_option,
     seed,
+    values_by_name,
     whole,
     writing,
 )
-
 
 MAX_RUNS = 1_000_000  # runs to generate: 200x the default, minutes of fitting; more would only fill the memory
 
@@ -115,11 +115,10 @@ def register(commands: Any) -> None:
 
 
 def run_configs(args: argparse.Namespace) -> int:
-    from ..experiments.cotune_cluster import train_knowledge
     from ..cotune.config_models import config_split, evaluate, learning_curve
     from ..cotune.recommend import Recommender
     from ..cotune.run_history import generate_runs, load_runs
-
+    from ..experiments.cotune_cluster import train_knowledge
     from ..progress import Progress
 
     recommend = key_values(args.recommend, "--recommend")
@@ -181,11 +180,11 @@ def run_configs(args: argparse.Namespace) -> int:
 
 
 def run_cluster(args: argparse.Namespace) -> int:
+    from ..cluster.alibaba_philly_workload import trace_workload
     from ..cluster.state import Cluster
-    from ..experiments.cotune_cluster import Settings, compare, train_knowledge
     from ..cotune.jobs import fine_tune_jobs, offered_load, scaled, time_scale_for_load
     from ..cotune.run_history import load_runs
-    from ..cluster.alibaba_philly_workload import trace_workload
+    from ..experiments.cotune_cluster import Settings, compare, train_knowledge
 
     output_file(args.results, "--results", (".csv",))
     unknown = [p for p in args.policies if p not in SCHEDULERS]
@@ -199,16 +198,10 @@ def run_cluster(args: argparse.Namespace) -> int:
     if args.runs and args.train_runs is not None:
         raise _config_error("give either --runs (a file of runs) or --train-runs (runs to generate), not both")
     train_runs = 5000 if args.train_runs is None else args.train_runs
-    scheduler_params: dict[str, dict[str, str]] = {}
-    for key, value in key_values(args.scheduler_param, "--scheduler-param").items():
-        policy, dot, name = key.partition(".")
-        if not dot or not policy or not name:
-            raise _config_error(f"--scheduler-param {key}={value}: expected POLICY.KEY=VALUE, e.g. "
-                                "rl_agent.model=DIR")
-        if policy not in args.policies:
-            raise _config_error(f"--scheduler-param {key}={value}: {policy} is not among --policies "
-                                f"({','.join(args.policies)})")
-        scheduler_params.setdefault(policy, {})[name] = value
+    from ..errors import ConfigError
+
+    scheduler_params = values_by_name(args.scheduler_param, "--scheduler-param", args.policies, "--policies",
+                                      "rl_agent.model=DIR", ConfigError)
     from ..cluster.registry import make_scheduler
 
     for policy in args.policies:

@@ -8,7 +8,14 @@ import argparse
 from typing import Any
 
 from ..errors import SpotlabError
-from .args import jsonable, key_value, key_values, output_file, progress_option, writing
+from .args import (
+    jsonable,
+    key_value,
+    output_file,
+    progress_option,
+    values_by_name,
+    writing,
+)
 
 
 def register(commands: Any) -> None:
@@ -31,16 +38,6 @@ def register(commands: Any) -> None:
     s.set_defaults(run=run)
 
 
-def _params(pairs: list[tuple[str, str]], policies: list[str]) -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {}
-    for key, value in key_values(pairs, "--param").items():
-        policy, dot, name = key.partition(".")
-        if not dot or policy not in policies:
-            raise SpotlabError(f"--param {key}={value}: name it POLICY.KEY with POLICY one of {', '.join(policies)}")
-        out.setdefault(policy, {})[name] = value
-    return out
-
-
 def run(args: argparse.Namespace) -> int:
     import json
 
@@ -56,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     if args.name is None:
         raise SpotlabError("name a scenario (spotlab scenario --list shows them)")
     policies = args.policy or list(zb.default_policies(args.name))
-    params = _params(args.param, policies)
+    params = values_by_name(args.param, "--param", policies, "--policy", "up_probe.samples=3")
     for p in policies:  # unknown names and parameters fail before any data is read
         make_policy(p, params.get(p))
     output_file(args.per_run, "--per-run", (".csv",))

@@ -93,17 +93,6 @@ def register(commands: Any) -> None:
     s.set_defaults(run=run)
 
 
-def _rule_value(text: str) -> Any:
-    """A zone rule's value from the command line: true/false, a number, or the text."""
-    low = text.lower()
-    if low in ("true", "false"):
-        return low == "true"
-    try:
-        return float(text)
-    except ValueError:
-        return text
-
-
 def _one_seed(args: argparse.Namespace, params: dict) -> int:
     """`--seed S` and `--param seed=S` are the same seed: it seeds the simulation and the policy."""
     given = params.pop("seed", None)
@@ -193,7 +182,7 @@ def run(args: argparse.Namespace) -> int:
     if not across and (args.egress_table is not None or args.checkpoint_gb or args.zone_rule):
         raise SpotlabError("--checkpoint-gb, --egress-table and --zone-rule price moves between zones; give several "
                            "--trace (one per zone) or --zones")
-    zone_rules = {k: _rule_value(v) for k, v in key_values(args.zone_rule, "--zone-rule").items()}
+    zone_rules = key_values(args.zone_rule, "--zone-rule")
     egress = read_egress_table(args.egress_table) if args.egress_table is not None else None
     job = make_job(args.work_hours, args.deadline_hours, args.hard_deadline_hours, args.restart_overhead_hours,
                    args.gpus, args.gpus_min, args.gpus_max, args.throughput_alpha, args.throughput_beta,
@@ -251,7 +240,8 @@ def run(args: argparse.Namespace) -> int:
         "slot_hours": market.slot_hours,
         "semantics": {"billing": semantics.billing, "safety_net": semantics.safety_net,
                       "give_up": semantics.give_up, **({"rules": semantics.rules, "egress": semantics.egress.source,
-                                                         "regions": list(market.regions), **zone_rules}
+                                                         "regions": list(market.regions),
+                                                         **dict(semantics.overrides)}
                                                         if across else {})},
         "job": {"work_hours": args.work_hours, "deadline_hours": job.deadline_h,
                 "hard_deadline_hours": job.hard_deadline_h, "restart_overhead_hours": job.overhead_h,

@@ -17,11 +17,11 @@ import pandas as pd
 
 from .cells import Cell, Table, run
 from .outputs import FIGURE, declare
-from .published import SKYNOMAD_ONE_ZONE_UP_15
 from .zone_benchmarks import (
     LEADERBOARD_SCENARIOS,
     SHARED_SIX,
     SKYNOMAD_CHECKPOINT_GB,
+    SKYNOMAD_WINDOWS,
     leaderboard_scenario,
     published,
     skynomad_scenario,
@@ -80,7 +80,6 @@ def plan(quick: bool = False) -> list[Cell]:
 def _compute(cell: Cell) -> pd.DataFrame:
     from ..policies.run import run_policy
     from ..policies.semantics import semantics_for
-    from ..simulation.slots import EPS
 
     p = cell.params
     windows = None if p["windows"] is None else list(p["windows"])
@@ -90,11 +89,10 @@ def _compute(cell: Cell) -> pd.DataFrame:
         ratio = p["x"] if p["study"] in ("benchmark", "ratio") else 1.5
         gb = p["x"] if p["study"] == "checkpoint" else SKYNOMAD_CHECKPOINT_GB
         sc = skynomad_scenario(tuple(p["scenario"].split("+")), ratio, windows=windows, checkpoint_gb=gb)
-    rules = sc.semantics if p["rules"] == sc.semantics.rules else semantics_for("tidy", p["rules"])
+    rules = sc.semantics if p["rules"] == sc.semantics.rules else semantics_for(None, p["rules"])
     res = run_policy(p["policy"], {}, sc.episodes, sc.job, rules)
-    met = np.isfinite(res.completion_h) & (res.completion_h <= sc.job.hard_deadline_h + EPS)
     return pd.DataFrame({"window": np.arange(sc.episodes.n), "cost": res.cost, "completion_h": res.completion_h,
-                         "deadline_met": met})
+                         "deadline_met": res.met_hard_deadline})
 
 
 def run_all(cells: Sequence[Cell], out_dir: str | Path, resume: bool = True, n_jobs: int = 1,
@@ -116,18 +114,13 @@ def benchmarks(rows: pd.DataFrame) -> pd.DataFrame:
     b = rows[rows.study == "benchmark"]
     out = b.groupby(["bench", "scenario", "x", "rules", "policy"], sort=False).agg(
         windows=("cost", "size"), mean_cost=("cost", "mean"), deadlines_met=("deadline_met", "mean")).reset_index()
-    full = {"leaderboard": {k: len(v[1]) for k, v in LEADERBOARD_SCENARIOS.items()}}
     pub = []
     for r in out.itertuples():
         own = r.rules == ("leaderboard" if r.bench == "leaderboard" else "skynomad")
-        whole = r.windows == (full["leaderboard"][r.scenario] if r.bench == "leaderboard" else 6)
-        if not (own and whole):
-            pub.append(np.nan)
-        elif r.policy == "uniform_progress":
-            pub.append(SKYNOMAD_ONE_ZONE_UP_15.get(r.scenario, np.nan))
-        else:
-            value = published(_peer_name(r.bench, r.scenario, r.x), r.policy)
-            pub.append(np.nan if value is None else value)
+        whole = r.windows == (len(LEADERBOARD_SCENARIOS[r.scenario][1]) if r.bench == "leaderboard"
+                              else SKYNOMAD_WINDOWS)
+        value = published(_peer_name(r.bench, r.scenario, r.x), r.policy) if own and whole else None
+        pub.append(np.nan if value is None else value)
     out["published"] = pub
     out["rel_diff"] = out.mean_cost / out.published - 1
     return out

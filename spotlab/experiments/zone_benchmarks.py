@@ -12,23 +12,26 @@ per run. The data folders' READMEs give both benchmarks' protocols and known ans
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterable, Sequence
 
-import numpy as np
 import pandas as pd
 
 from ..data.locate import data_root, dataset_path
 from ..errors import DataNotFoundError, ExperimentError
 from ..jobs.job import Job, make_job
 from ..market.episodes import Episodes
+from ..market.windows import cut_windows
 from ..market.zoned_episodes import ZonedEpisodes
 from ..market.zones import load_zones
-from .published import (MULTI_LEADERBOARD_PEERS, MULTI_LEADERBOARD_SCENARIOS, SKYNOMAD_ONE_ZONE_UP_15,
-                        SKYNOMAD_SHARED_SIX)
 from ..policies.semantics import Semantics
-from ..simulation.slots import EPS
+from .published import (
+    MULTI_LEADERBOARD_PEERS,
+    MULTI_LEADERBOARD_SCENARIOS,
+    SKYNOMAD_ONE_ZONE_UP_15,
+    SKYNOMAD_SHARED_SIX,
+)
 
 LEADERBOARD_DIR = "sky_spot_traces/adrs-cant-be-late-multi/"
 LEADERBOARD_OD_PRICE = 3.06  # USD/h of a p3.2xlarge on demand in every zone (the evaluator's device constant)
@@ -119,7 +122,7 @@ def leaderboard_scenario(key: str, windows: Iterable[int] | None = None, root: s
                              od_price=LEADERBOARD_OD_PRICE) for i in idx]
     parts = tuple(Episodes.from_markets([m.zones[k] for m in per_window]) for k in range(len(zones)))
     names = tuple(f"{key}[{i}]" for i in idx)
-    parts = tuple(_renamed(p, names) for p in parts)
+    parts = tuple(replace(p, names=names) for p in parts)
     episodes = ZonedEpisodes(parts, per_window[0].names, per_window[0].regions)
     label = f"leaderboard/{key}" if windows is None else f"leaderboard/{key}/{','.join(map(str, idx))}"
     return Scenario(label, episodes, make_job(**LEADERBOARD_JOB), Semantics.leaderboard())
@@ -152,18 +155,10 @@ def skynomad_scenario(zones: Sequence[str], ratio: float, windows: Iterable[int]
     if bad:
         raise ExperimentError(f"SkyNomad windows are 0..{len(cuts) - 1}, got {bad}")
     table = pd.DataFrame({"start_tick": [cuts[w][0] for w in chosen], "end_tick": [cuts[w][1] for w in chosen]})
-    from ..market.windows import cut_windows
-
     episodes = cut_windows(market, windows=table, history_hours=0)
     deadline_h = SKYNOMAD_TICKS * 600 / 3600
     job = make_job(deadline_h / ratio, deadline_h, overhead_hours=SKYNOMAD_OVERHEAD_H, checkpoint_gb=checkpoint_gb)
     return Scenario(f"skynomad/{ratio:g}/" + "+".join(zones), episodes, job, Semantics.skynomad())
-
-
-def _renamed(ep: Episodes, names: tuple[str, ...]) -> Episodes:
-    from dataclasses import replace
-
-    return replace(ep, names=names)
 
 
 def default_policies(name: str) -> tuple[str, ...]:
@@ -185,13 +180,12 @@ def run(policies: Sequence[str], scenarios: Sequence[str], params: dict | None =
     bar = tqdm_bar(total=len(scenarios) * len(policies), desc="scenarios", unit="run", enabled=progress)
     for name in scenarios:
         sc = scenario(name, root)
-        semantics = sc.semantics if rules is None else semantics_for("tidy", rules)
+        semantics = sc.semantics if rules is None else semantics_for(None, rules)
         for policy in policies:
             bar.set_postfix_str(f"{sc.name[:30]} {policy}")
             res = run_policy(policy, dict((params or {}).get(policy, {})), sc.episodes, sc.job, semantics)
             bar.update()
-            met = res.met_hard_deadline | (np.isfinite(res.completion_h)
-                                           & (res.completion_h <= sc.job.hard_deadline_h + EPS))
+            met = res.met_hard_deadline
             for w in range(sc.episodes.n):
                 rows.append({"scenario": sc.name, "policy": policy, "window": sc.episodes.window_names[w],
                              "cost": float(res.cost[w]), "completion_h": float(res.completion_h[w]),

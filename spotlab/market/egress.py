@@ -23,6 +23,11 @@ ANY = "*"
 DEFAULT_USD_PER_GB = 0.02  # SkyNomad's table between two regions (see the module docstring)
 
 
+def continent_of(region: str) -> str:
+    """The text before a region's first dash: `us`, `europe`, `asia`, ... (a checkpoint crosses continents slower)."""
+    return str(region).split("-", 1)[0]
+
+
 @dataclass(frozen=True)
 class EgressTable:
     """USD per GB from one region to another; `rows` are (from, to, usd_per_gb), `*` matching any region."""

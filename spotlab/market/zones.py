@@ -33,11 +33,6 @@ def region_of(zone: str) -> str:
     return name
 
 
-def continent_of(region: str) -> str:
-    """The text before the first dash: `us`, `europe`, `asia`, ... (moves across continents cost more)."""
-    return str(region).split("-", 1)[0]
-
-
 @dataclass(frozen=True, eq=False)
 class ZonedMarket:
     """Aligned zones: `zones[i]` is zone `names[i]`'s market, in region `regions[i]`."""
@@ -81,16 +76,15 @@ class ZonedMarket:
 
     def subset(self, names: Sequence[str]) -> "ZonedMarket":
         """The zones `names`, in that order (the first is where a job starts)."""
-        idx = [self.names.index(n) if n in self.names else _missing(n, self.names) for n in names]
+        missing = [n for n in names if n not in self.names]
+        if missing:
+            raise TraceError(f"no zone {missing[0]!r}; the zones are {', '.join(self.names)}")
+        idx = [self.names.index(n) for n in names]
         return ZonedMarket(tuple(self.zones[i] for i in idx), tuple(self.names[i] for i in idx),
                            tuple(self.regions[i] for i in idx))
 
     def window(self, start: int, stop: int) -> "ZonedMarket":
         return replace(self, zones=tuple(z.window(start, stop) for z in self.zones))
-
-
-def _missing(name: str, names: Sequence[str]) -> int:
-    raise TraceError(f"no zone {name!r}; the zones are {', '.join(names)}")
 
 
 def zone_name(path: str | Path) -> str:

@@ -187,7 +187,7 @@ class Optimal(Params):
         if self.method == "milp":
             raise PolicyError("optimal: across zones the optimum is the zones DP; method='milp' applies to one zone")
         T = min(H, horizon_slots(ctx.job, zoned.slot_hours))
-        dp = ZonesDP(ctx.job, T, zoned.slot_hours, ctx.settings, zoned.regions, zoned.z, self.must_finish)
+        dp = ZonesDP(ctx.job, T, zoned.slot_hours, ctx.settings, zoned.regions, self.must_finish)
         plans = []
         for w in tqdm_bar(range(zoned.n), desc="optimum", unit="window", enabled=None if zoned.n >= 4 else False,
                           leave=False):

@@ -1,8 +1,9 @@
 """The multi-region Can't Be Late leaderboard's baseline: greedy spot in the zone it is in; where that zone has none,
 move to the next zone in the market's order and wait a slot; on demand when the deadline says so (SPEC §9).
 
-Its two deadline rules are Greedy's (on demand when one restart no longer fits; when two no longer fit, keep a spot
-instance that ran last slot and still has spot, else on demand). It reads no other zone's availability: it finds
+Its two deadline rules are the leaderboard program's (on demand when one restart no longer fits; when two no longer
+fit, keep a spot instance that ran last slot and still has spot, else on demand), not `deadline.deadline_rules`,
+which keeps spot in the first case too. It reads no other zone's availability: it finds
 spot by visiting zones one slot at a time, which is what the leaderboard's round-robin program does
 (docs/decisions/zone-baselines.md).
 """

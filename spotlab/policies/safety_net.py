@@ -142,8 +142,7 @@ class SafetyNet:
         self._leader = np.full(self._W, -1, dtype=np.int64)
         self._egress = None
         if ctx.zoned is not None:
-            regions, gb = ctx.zoned.regions, float(ctx.job.checkpoint_gb)
-            self._egress = np.array([[ctx.settings.egress.usd_per_gb(a, b) * gb for b in regions] for a in regions])
+            self._egress = ctx.settings.move_usd(ctx.zoned.regions, ctx.job.checkpoint_gb)
         self.policy.reset(dataclasses.replace(ctx, safety_net=self.variant, give_up=self.give_up))
 
     def act(self, obs: Observation):

@@ -19,6 +19,7 @@ from typing import Any
 from ..errors import TraceError
 from ..market.egress import DEFAULT_EGRESS, EgressTable
 from ..market.market import Market
+from ..registry import coerce
 from ..simulation.settings import SimSettings
 from .registry import make_policy
 from .safety_net import check_variant
@@ -113,4 +114,19 @@ def semantics_for(market: Any, semantics: str = "auto", billing: str | None = No
         base = Semantics()
     return Semantics(billing=billing or base.billing, safety_net=safety_net or base.safety_net,
                      give_up=bool(give_up), rules=base.rules, egress=egress or base.egress,
-                     overrides=tuple(sorted((overrides or {}).items())))
+                     overrides=tuple(sorted(_typed(overrides or {}).items())))
+
+
+def _typed(overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """Rules given as text (the command line's `--zone-rule transfer_time=true`) as the `SimSettings` field's type."""
+    fields = SimSettings.__dataclass_fields__
+    out = {}
+    for key, value in overrides.items():
+        if key not in fields:  # Semantics names the valid ones
+            out[key] = value
+            continue
+        try:
+            out[key] = coerce(value, fields[key].type, fields[key].default)
+        except ValueError:
+            raise TraceError(f"zone rule {key}={value!r} is not a valid {fields[key].type}") from None
+    return out

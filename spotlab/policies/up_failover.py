@@ -69,21 +69,28 @@ class UpFailover(OnlinePolicy):
         key = same * Z + rank  # a zone of the last region after every other zone
         return np.argsort(key, axis=1, kind="stable")
 
-    def act(self, obs: Observation):
-        job = self.job
+    def _observe(self, obs: Observation):
+        """Where the job is, whether and how it runs (NONE, SPOT, OD), and where it goes on demand when it must
+        (the zone it runs in, else the one it last ran in, else the first); notes where it ran."""
         W = obs.active.size
         running = obs.held_o + obs.held_s > 0
         current = np.where(obs.held_s > 0, SPOT, np.where(obs.held_o > 0, OD, NONE))
         zone = obs.zone if obs.zone is not None else np.zeros(W, dtype=np.int64)
         self.leader_ = np.where(obs.prev_o + obs.prev_s > 0, zone, self.leader_)
         self.last_zone_ = np.where(running, zone, self.last_zone_)
+        fallback = np.where(running, zone, np.where(self.leader_ >= 0, self.leader_, 0))
+        return zone, running, current, fallback
+
+    def act(self, obs: Observation):
+        job = self.job
+        W = obs.active.size
+        zone, running, current, fallback = self._observe(obs)
         req, leave = self.decide(obs, current, np.ones(W, dtype=bool))
         keep = running & (req == current)
         o = np.where(keep, obs.held_o, 0)
         s = np.where(keep, obs.held_s, 0)
         to = zone.copy()
         want_spot = ~keep & (req == SPOT)
-        fallback = np.where(running, zone, np.where(self.leader_ >= 0, self.leader_, 0))
         if want_spot.any():
             if obs.first_spot is not None:
                 found = obs.first_spot(self.order(obs))

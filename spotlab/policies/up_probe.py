@@ -70,12 +70,8 @@ class UpProbe(UpFailover):
             return super().act(obs)
         job, t = self.job, obs.t
         W, Z = obs.active.size, obs.zones_spot_price.shape[0]
-        zone = obs.zone
-        running = obs.held_o + obs.held_s > 0
-        on_spot = obs.held_s > 0
-        current = np.where(on_spot, SPOT, np.where(obs.held_o > 0, OD, NONE))
-        self.leader_ = np.where(obs.prev_o + obs.prev_s > 0, zone, self.leader_)
-        self.last_zone_ = np.where(running, zone, self.last_zone_)
+        zone, running, current, fallback = self._observe(obs)
+        on_spot = current == SPOT
         for w in np.flatnonzero(obs.active):  # what the main zone's spot told since the last slot
             m = self.main_[w]
             if m >= 0 and not (on_spot[w] and zone[w] == m):
@@ -88,7 +84,6 @@ class UpProbe(UpFailover):
                 self.seen_[w][m].append(1)
                 self._timer()[w, m] = t + self.every_
         req, leave = self.decide(obs, current, np.ones(W, dtype=bool))
-        fallback = np.where(running, zone, np.where(self.leader_ >= 0, self.leader_, 0))
         o, s, to = np.zeros(W, dtype=np.int64), np.zeros(W, dtype=np.int64), zone.copy()
         spot_now = np.zeros(W, dtype=bool)  # on spot after this slot's decision: a background probe follows
         order = np.full((W, Z), -1, dtype=np.int64)

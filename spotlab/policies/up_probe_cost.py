@@ -57,9 +57,7 @@ class UpProbeCost(UpProbe):
         """Every due zone, in the market's order, but the one it runs on and any where it runs spot."""
         t, Z = obs.t, obs.zones_spot_price.shape[0]
         for z in range(Z):
-            ask = spot_now & (self.main_ != z) & ~((at == z) & spot_now & (self.main_ == z)) \
-                & (t >= self.next_probe_[:, z])
-            ask &= at != z
+            ask = spot_now & (self.main_ != z) & (at != z) & (t >= self.next_probe_[:, z])
             if not ask.any():
                 continue
             ok = obs.probe(np.where(ask, z, -1))

@@ -103,7 +103,8 @@ def simulate(
     gave_up = np.zeros(W, dtype=bool)
     cost_total = np.zeros(W)
     tol = EPS * max(1.0, job.work)
-    zones = _Zones(zoned, job, settings) if zoned is not None else None
+    per_slot = "cost" in out and settings.pricing == "final_zone_first_slot"  # re-priced at the end
+    zones = _Zones(zoned, job, settings, H, per_slot) if zoned is not None else None
     zone = np.zeros(W, dtype=np.int64)  # where the job is (it starts in the first zone)
 
     for t in range(H):
@@ -198,8 +199,7 @@ def simulate(
             break
 
     if zones is not None and settings.pricing == "final_zone_first_slot":
-        kept = all(k in out for k in ("cost", "o", "s", "billed_h"))
-        cost_total = zones.final_zone_cost(zone, arr if kept else None)
+        cost_total = zones.final_zone_cost(zone, out.get("cost"))
     value = job.value_at(completion)
     arr["gave_up"] = gave_up
     return SimulationResult(
@@ -213,21 +213,19 @@ class _Zones:
     """The engine's view of a market of several zones, slot by slot: what the job's zone offers, what a policy
     may see of the others (and what asking costs), and what moving and the rules' quirks add to the bill."""
 
-    def __init__(self, zoned: ZonedEpisodes, job: Job, settings: SimSettings) -> None:
+    def __init__(self, zoned: ZonedEpisodes, job: Job, settings: SimSettings, horizon: int, per_slot: bool) -> None:
         self.zoned, self.job, self.settings = zoned, job, settings
         self.W, self.Z = zoned.n, zoned.z
         self.rows = np.arange(self.W)
-        regions = zoned.regions
-        gb = float(job.checkpoint_gb)
-        self.egress = np.array([[settings.egress.usd_per_gb(a, b) * gb if settings.moves == "relaunch" else 0.0
-                                 for b in regions] for a in regions])
-        same_continent = np.array([[a.split("-")[0] == b.split("-")[0] for b in regions] for a in regions])
-        # a checkpoint's transfer (GB x 8 bits / Gbit/s), across continents at SkyNomad's 3.59 Gbit/s
-        bw = np.where(same_continent, settings.bandwidth_gbps, min(settings.bandwidth_gbps, 3.59))
-        self.move_h = np.where(np.eye(self.Z, dtype=bool), 0.0, gb * 8.0 / bw / 3600.0)
+        self.egress = settings.move_usd(zoned.regions, job.checkpoint_gb)
+        self.move_h = settings.move_hours(zoned.regions, job.checkpoint_gb)
         self.leader = np.full(self.W, -1, dtype=np.int64)  # the zone the job last ran in (-1: never ran)
+        # what final-zone pricing re-prices (GPU-hours billed) and what it leaves as it is (egress, probes)
         self.od_hours = np.zeros(self.W)
         self.spot_hours = np.zeros(self.W)
+        self.extras = np.zeros(self.W)
+        # the same, slot by slot, where the per-slot cost is recorded: on-demand hours, spot hours, extras
+        self.slots = np.zeros((3, self.W, horizon)) if per_slot else None
 
     def at(self, t: int, active: np.ndarray) -> None:
         eps = self.zoned.zones
@@ -270,8 +268,6 @@ class _Zones:
 
     def transfer_h(self, running: np.ndarray, new_zone: np.ndarray) -> np.ndarray:
         """Hours a move adds to the restart while the checkpoint travels (with the rules' `transfer_time`)."""
-        if not self.settings.transfer_time:
-            return 0.0
         src = np.where(self.leader >= 0, self.leader, new_zone)
         return np.where(running & (self.leader >= 0), self.move_h[src, new_zone], 0.0)
 
@@ -281,22 +277,27 @@ class _Zones:
         in, the probes, and the rules' quirks (the completing slot left out; hours kept for final-zone prices)."""
         src = np.where(self.leader >= 0, self.leader, new_zone)
         egress = np.where(running & (self.leader >= 0), self.egress[src, new_zone], 0.0)
-        total = cost + self.probe_cost
-        if not self.settings.bill_completing_slot and self.Z > 1:
-            total = np.where(finishing, 0.0, total)
-        total = total + egress
+        billed = billed * 1.0
+        probes = self.probe_cost
+        if not self.settings.bill_completing_slot and self.Z > 1:  # the slot's bill, probes included, left out
+            billed, cost, probes = (np.where(finishing, 0.0, x) for x in (billed, cost, probes))
         self.leader = np.where(running, new_zone, self.leader)
         self.od_hours += o * billed
         self.spot_hours += s * billed
-        return total
+        self.extras += probes + egress
+        if self.slots is not None:
+            self.slots[:, :, self.t] = o * billed, s * billed, probes + egress
+        return cost + probes + egress
 
-    def final_zone_cost(self, zone: np.ndarray, arr: dict | None) -> np.ndarray:
-        """Every slot priced at the zone the run ends in, spot at that zone's first-slot price (the leaderboard)."""
+    def final_zone_cost(self, zone: np.ndarray, cost: np.ndarray | None) -> np.ndarray:
+        """Every slot priced at the zone the run ends in, spot at that zone's first-slot price (the leaderboard);
+        egress and probes as they were. `cost`, the per-slot record where kept, is re-priced in place."""
         first_sp = np.stack([e.spot_price[:, 0] for e in self.zoned.zones])[zone, self.rows]
         first_od = np.stack([e.od_price[:, 0] for e in self.zoned.zones])[zone, self.rows]
-        if arr is not None:
-            arr["cost"][:] = (arr["o"] * first_od[:, None] + arr["s"] * first_sp[:, None]) * arr["billed_h"]
-        return self.od_hours * first_od + self.spot_hours * first_sp
+        if cost is not None and self.slots is not None:
+            od_h, spot_h, extras = self.slots[:, :, : cost.shape[1]]
+            cost[:] = od_h * first_od[:, None] + spot_h * first_sp[:, None] + extras
+        return self.od_hours * first_od + self.spot_hours * first_sp + self.extras
 
 
 def _check_arguments(policy, market, job, settings, seed) -> None:

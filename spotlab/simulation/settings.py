@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, Sequence
 
-from ..market.egress import DEFAULT_EGRESS, EgressTable
+import numpy as np
+
+from ..market.egress import DEFAULT_EGRESS, EgressTable, continent_of
 
 BILLINGS = ("fractional", "full")
 MOVES = ("relaunch", "free")
@@ -30,7 +32,8 @@ class SimSettings:
       instant ("free": the leaderboard's simulator, where only a change of instance type restarts).
     - `egress` and `transfer_time`: a move from the zone that last ran the job to another region pays the
       checkpoint's size (the job's `checkpoint_gb`) times the table's price, and with `transfer_time` the
-      checkpoint's transfer (at `bandwidth_gbps`) adds to the restart.
+      checkpoint's transfer (at `bandwidth_gbps` within a continent, `bandwidth_across_gbps` across) adds to the
+      restart (`move_usd`, `move_hours`).
     - `visibility`: another zone's spot availability is seen only by a probe ("probe": a successful probe is
       billed `probe_seconds` of that zone's spot price, a failed one or a failed launch is free) or for free.
     - `bill_completing_slot`: False drops the cost of the slot in which the job completes in a run across zones
@@ -45,7 +48,8 @@ class SimSettings:
     moves: Literal["relaunch", "free"] = "relaunch"
     egress: EgressTable = field(default=DEFAULT_EGRESS)
     transfer_time: bool = False
-    bandwidth_gbps: float = 8.2  # within a continent (SkyNomad's figure); across continents it uses 3.59
+    bandwidth_gbps: float = 8.2  # a checkpoint's transfer within a continent (SkyNomad's figure)
+    bandwidth_across_gbps: float = 3.59  # and across continents (SkyNomad's figure)
     visibility: Literal["probe", "free"] = "probe"
     probe_seconds: float = 60.0
     bill_completing_slot: bool = True
@@ -60,11 +64,27 @@ class SimSettings:
                 raise ValueError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
         if not isinstance(self.egress, EgressTable):
             raise ValueError(f"egress must be an EgressTable, got {type(self.egress).__name__}")
-        for name, value in (("probe_seconds", self.probe_seconds), ("bandwidth_gbps", self.bandwidth_gbps)):
+        for name, value in (("probe_seconds", self.probe_seconds), ("bandwidth_gbps", self.bandwidth_gbps),
+                            ("bandwidth_across_gbps", self.bandwidth_across_gbps)):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
                 raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
-        if self.bandwidth_gbps == 0:
-            raise ValueError("bandwidth_gbps must be > 0")
+            if name.startswith("bandwidth") and value == 0:
+                raise ValueError(f"{name} must be > 0")
+
+    def move_usd(self, regions: Sequence[str], checkpoint_gb: float) -> np.ndarray:
+        """(Z, Z): the egress a move from zone i to zone j pays (the checkpoint at the table's price between their
+        regions; nothing where moves are free)."""
+        if self.moves == "free":
+            return np.zeros((len(regions), len(regions)))
+        return np.array([[self.egress.usd_per_gb(a, b) * float(checkpoint_gb) for b in regions] for a in regions])
+
+    def move_hours(self, regions: Sequence[str], checkpoint_gb: float) -> np.ndarray:
+        """(Z, Z): the hours a move from zone i to zone j adds to its restart while the checkpoint travels (none
+        in place, or without `transfer_time`)."""
+        same = np.array([[continent_of(a) == continent_of(b) for b in regions] for a in regions], dtype=bool)
+        bw = np.where(same, self.bandwidth_gbps, self.bandwidth_across_gbps)
+        hours = float(checkpoint_gb) * 8.0 / bw / 3600.0
+        return np.where(np.eye(len(regions), dtype=bool) | (not self.transfer_time), 0.0, hours)
 
     @classmethod
     def cant_be_late(cls) -> "SimSettings":

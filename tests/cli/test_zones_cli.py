@@ -99,6 +99,7 @@ def test_zone_rules_beyond_the_rule_set(tmp_path, capsys):
 @pytest.mark.parametrize("argv,message", [
     (["--zones", "all", "--zone-rule", "warp=9"], "unknown zone rule 'warp'"),
     (["--zones", "all", "--zone-rule", "visibility=maybe"], "visibility must be one of"),
+    (["--zones", "all", "--zone-rule", "probe_seconds=soon"], "probe_seconds='soon' is not a valid float"),
     (["--zone-rule", "visibility=free"], "--zone-rule price moves between zones"),
     (["--zones", "all", "--zone", "us-east-1a"], "--zone picks the one zone"),
     (["--checkpoint-gb", "5"], "price moves between zones"),
@@ -142,7 +143,7 @@ def test_the_scenario_command(capsys, dataset):
                           "up_probe.samples=3", "--json"], capsys)
     assert code == 0 and json.loads(out)["policies"][0]["published"] is None  # not the peers' settings
     for argv, message in ((["scenario"], "name a scenario"), (["scenario", "leaderboard/nine"], "unknown"),
-                          (["scenario", "skynomad/1.5", "--param", "x.y=1"], "POLICY.KEY"),
+                          (["scenario", "skynomad/1.5", "--param", "x.y=1"], "x is not among --policy"),
                           (["scenario", "skynomad/1.5", "--policy", "nope"], "nope")):
         code, _, err = cli(argv, capsys)
         assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err

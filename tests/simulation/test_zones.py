@@ -115,11 +115,13 @@ def test_a_market_of_one_zone_gives_todays_numbers(case):
                 np.testing.assert_array_equal(zoned.completion_h, plain.completion_h, err_msg=name)
 
 
-@given(cases(), st.integers(0, 2**31 - 1))
+@given(cases(), st.integers(0, 2**31 - 1), st.sampled_from(["used", "final_zone_first_slot"]),
+       st.sampled_from(["full", "fractional"]))
 @QUICK
-def test_a_move_costs_its_egress_and_a_restart(case, seed):
+def test_a_move_costs_its_egress_and_a_restart(case, seed, pricing, billing):
     """The same zones and allocations with and without a checkpoint: the bill differs by exactly the egress of each
-    move between regions (the table's price x the checkpoint), and a move restarts the job (its overhead)."""
+    move between regions (the table's price x the checkpoint), whatever the pricing, and a move restarts the job
+    (its overhead); the per-slot costs add up to the bill."""
     episodes, job = case
     W, Z, H = episodes.n, episodes.z, int(episodes.length.min())
     H = min(H, int(np.ceil(job.hard_deadline_h / episodes.slot_hours)))
@@ -131,7 +133,7 @@ def test_a_move_costs_its_egress_and_a_restart(case, seed):
     o = np.ones((W, H), dtype=np.int64)  # on demand, so availability never interferes
     s = np.zeros((W, H), dtype=np.int64)
     table = DEFAULT_EGRESS
-    settings_ = SimSettings(billing="fractional", egress=table)
+    settings_ = SimSettings(billing=billing, egress=table, pricing=pricing)
     heavy = simulate(ZonePlan(o, s, zone), episodes, job, settings_)
     light = simulate(ZonePlan(o, s, zone), episodes, replace(job, checkpoint_gb=0.0), settings_)
     expected = np.zeros(W)
@@ -141,6 +143,7 @@ def test_a_move_costs_its_egress_and_a_restart(case, seed):
             if a != b:
                 expected[w] += table.usd_per_gb(episodes.regions[a], episodes.regions[b]) * job.checkpoint_gb
     np.testing.assert_allclose(heavy.cost - light.cost, expected, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(heavy.arrays["cost"].sum(axis=1), heavy.cost, rtol=1e-9, atol=1e-9)
     # each move restarts the job: the overhead is charged in the slot it arrives
     moved = np.zeros_like(heavy.arrays["reconfig"])
     moved[:, 1:] = heavy.arrays["zone"][:, 1:] != heavy.arrays["zone"][:, :-1]
@@ -171,16 +174,17 @@ def test_a_copy_of_a_zone_never_makes_the_optimum_cheaper(case):
     np.testing.assert_allclose(three.cost, one.cost, rtol=1e-9, atol=1e-7)
 
 
-def test_more_zones_never_cost_the_optimum_more():
-    """A zone added to the market is a choice the optimum may ignore."""
-    market = zoned_market([3, 7, 11], ("us-east-1", "us-west-2", "us-east-1"))
-    job = make_job(12.0, 16.0, overhead_hours=0.2, checkpoint_gb=50.0)
-    costs = []
-    for k in (1, 2, 3):
-        sub = market.subset(market.names[:k])
-        eps = cut_windows(sub, stride_hours=12.0, horizon_hours=16.0, history_hours=0, max_jobs=3)
-        costs.append(simulate(make_policy("optimal"), eps, job, SimSettings()).cost)
-    assert np.all(costs[1] <= costs[0] + 1e-7) and np.all(costs[2] <= costs[1] + 1e-7)
+@given(cases(), st.sampled_from(sorted(RULES)))
+@QUICK
+def test_more_zones_never_cost_the_optimum_more(case, rules):
+    """A zone added to the market is a choice the optimum may ignore, under every rule set."""
+    episodes, job = case
+    settings_ = RULES[rules].settings
+    costs = [simulate(make_policy("optimal"), ZonedEpisodes(episodes.zones[:k], episodes.names[:k],
+                                                            episodes.regions[:k]), job, settings_).cost
+             for k in range(1, episodes.z + 1)]
+    for fewer, more in zip(costs, costs[1:]):
+        assert np.all(more <= fewer + 1e-7 * np.maximum(1.0, np.abs(fewer)))
 
 
 def test_a_policy_asking_for_a_zone_that_does_not_exist_is_told_so():
@@ -205,3 +209,19 @@ def test_an_optimum_that_cannot_be_exact_says_what_to_do():
                       horizon_hours=16.0, history_hours=0, max_jobs=1)
     with pytest.raises(SolverError, match="resample the zones to a round slot"):
         simulate(make_policy("optimal"), eps, make_job(8.0, 16.0, overhead_hours=0.25), SimSettings())
+
+
+def test_a_move_waits_for_its_checkpoint_with_transfer_time():
+    """With `transfer_time`, a move's restart also waits for the checkpoint: GB x 8 / Gbit/s, slower across
+    continents; without it, only the restart overhead."""
+    market = zoned_market([1, 2, 3], ("us-east-1", "us-west-2", "europe-west3"))
+    eps = cut_windows(market, stride_hours=12.0, horizon_hours=16.0, history_hours=0, max_jobs=1)
+    o, s = np.ones((1, 16), dtype=np.int64), np.zeros((1, 16), dtype=np.int64)
+    zone = np.zeros((1, 16), dtype=np.int64)
+    zone[0, 4:], zone[0, 8:] = 1, 2  # within a continent at slot 4, across at slot 8
+    job = make_job(10.0, 16.0, overhead_hours=0.1, checkpoint_gb=360.0)
+    waits = simulate(ZonePlan(o, s, zone), eps, job, SimSettings(transfer_time=True)).arrays["overhead_h"][0]
+    plain = simulate(ZonePlan(o, s, zone), eps, job, SimSettings()).arrays["overhead_h"][0]
+    assert plain[4] == pytest.approx(0.1) and plain[8] == pytest.approx(0.1)
+    assert waits[4] == pytest.approx(0.1 + 360 * 8 / 8.2 / 3600)
+    assert waits[8] == pytest.approx(0.1 + 360 * 8 / 3.59 / 3600)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 
@@ -44,13 +45,14 @@ class ZonePlan:
 class ZonesDP:
     """The DP of the module doc for one job and one set of rules; `solve_window` solves one window."""
 
-    def __init__(self, job: Job, horizon: int, slot_hours: float, settings: SimSettings, regions, n_zones: int,
+    def __init__(self, job: Job, horizon: int, slot_hours: float, settings: SimSettings, regions: Sequence[str],
                  must_finish: bool = True, max_cells: int = 400_000_000, bill_last: bool | None = None):
         if settings.transfer_time:
             raise SolverError("the optimum across zones does not model a checkpoint's transfer time; run it with "
                               "transfer_time off")
         self.job, self.T, self.dt = job, int(horizon), float(slot_hours)
-        self.settings, self.Z, self.must_finish = settings, int(n_zones), bool(must_finish)
+        self.regions = tuple(regions)  # one per zone
+        self.settings, self.Z, self.must_finish = settings, len(self.regions), bool(must_finish)
         self.bill_last = settings.bill_completing_slot or self.Z == 1 if bill_last is None else bool(bill_last)
         self.n = int(job.n_max)
         # the allocations a run may have: c GPUs (N_min..N_max), k of them spot, the rest on demand
@@ -84,14 +86,11 @@ class ZonesDP:
         self.next_launch = self._index(max(d - self.dt, 0.0))
         self.lost = np.array([min(x, self.dt) for x in self.pend])
         self.lost_launch = min(d, self.dt)
-        gb = float(job.checkpoint_gb)
-        regs = list(regions)
-        self.regions = tuple(regs)
-        self.E = np.array([[settings.egress.usd_per_gb(a, b) * gb if settings.moves == "relaunch" else 0.0
-                            for b in regs] for a in regs])
+        self.E = settings.move_usd(self.regions, job.checkpoint_gb)
         # modes: 0 never started; 1..Z idle, last ran in zone z; then (zone z, allocation a) running
         self.M = 1 + self.Z + self.Z * self.NA
         self.max_cells = int(max_cells)
+        self._folded: ZonesDP | None = None
         codes = self.M * self.P * 2
         self.code_dtype = np.uint8 if codes < 255 else np.uint16 if codes < 65535 else np.int32
 
@@ -134,8 +133,10 @@ class ZonesDP:
         cont = np.zeros((1, n + 1, T), dtype=bool)
         cont[0, :, 1:] = (has[:, :, :-1] & has[:, :, 1:]).any(axis=0)
         finish_ok = has[final_zone][None]
-        one = ZonesDP(self.job, T, self.dt, self.settings, self.regions[:1], 1, self.must_finish, self.max_cells,
-                      bill_last=self.bill_last)
+        if self._folded is None:  # the one-zone DP of the folded zones, built once for every window
+            self._folded = ZonesDP(self.job, T, self.dt, self.settings, self.regions[:1], self.must_finish,
+                                   self.max_cells, bill_last=self.bill_last)
+        one = self._folded
         sp = np.full((1, T), float(np.asarray(spot_price)[final_zone, 0]))
         od = np.full((1, T), float(np.asarray(od_price)[final_zone, 0]))
         plan = one._solve(A.max(axis=0)[None], sp, od, cont, finish_ok)
