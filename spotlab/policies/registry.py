@@ -16,6 +16,7 @@ REGISTRY: dict[str, str] = {
     "optimal": "spotlab.policies.optimal:Optimal",
     "optimal_netted": "spotlab.policies.optimal_netted:OptimalNetted",
     "chc": "spotlab.policies.chc:CHC",
+    "chc_zones": "spotlab.policies.chc_zones:CHCZones",
     "select": "spotlab.policies.select:Select",
     "prediction_free": "spotlab.policies.prediction_free:PredictionFree",
     "slack_reserve": "spotlab.policies.slack_reserve:SlackReserve",

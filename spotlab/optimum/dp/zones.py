@@ -23,6 +23,7 @@ import numpy as np
 from ...errors import SolverError
 from ...jobs.job import Job
 from ...simulation.settings import SimSettings
+from ...simulation.slots import ceil_slots, floor_slots
 from .work_lattice import work_quantum
 
 TOL = 1e-9
@@ -42,17 +43,32 @@ class ZonePlan:
     seconds: float
 
 
+@dataclass(frozen=True)
+class ZoneStart:
+    """Where a plan starts, for a plan made part-way through a window (a controller re-planning): the slot `t0`
+    of the window its arrays begin at, the DP mode (`ZonesDP.idle_mode`, `run_mode`; 0: never started), the
+    restart overhead still to pay (hours) and the work done."""
+
+    t0: int
+    mode: int
+    pending_h: float
+    work_done: float
+
+
 class ZonesDP:
     """The DP of the module doc for one job and one set of rules; `solve_window` solves one window."""
 
     def __init__(self, job: Job, horizon: int, slot_hours: float, settings: SimSettings, regions: Sequence[str],
-                 must_finish: bool = True, max_cells: int = 400_000_000, bill_last: bool | None = None):
+                 must_finish: bool = True, max_cells: int = 400_000_000, bill_last: bool | None = None,
+                 keep_net: bool = False):
         if settings.transfer_time:
             raise SolverError("the optimum across zones does not model a checkpoint's transfer time; run it with "
                               "transfer_time off")
         self.job, self.T, self.dt = job, int(horizon), float(slot_hours)
         self.regions = tuple(regions)  # one per zone
         self.settings, self.Z, self.must_finish = settings, len(self.regions), bool(must_finish)
+        # keep the strict safety net's invariant (an online plan the net would override is no plan)
+        self.keep_net = bool(keep_net)
         self.bill_last = settings.bill_completing_slot or self.Z == 1 if bill_last is None else bool(bill_last)
         self.n = int(job.n_max)
         # the allocations a run may have: c GPUs (N_min..N_max), k of them spot, the rest on demand
@@ -104,50 +120,83 @@ class ZonesDP:
         """The mode of a run in zone `z` with allocation `a` (`alloc[a]`: GPUs, of which spot)."""
         return 1 + self.Z + z * self.NA + a
 
+    def idle_mode(self, z: int) -> int:
+        """The mode of a job not running whose checkpoint is in zone `z`."""
+        return 1 + z
+
+    def mode_of(self, zone: int, on_demand: int, spot: int, started: bool) -> int:
+        """The mode of a job in `zone` holding `on_demand` + `spot` GPUs (none: idle there, or never started)."""
+        if on_demand + spot <= 0:
+            return self.idle_mode(zone) if started else 0
+        return self.run_mode(zone, self.alloc.index((int(on_demand + spot), int(spot))))
+
+    def _start(self, start: ZoneStart | None) -> tuple[int, int, int, int]:
+        """(t0, mode, pending index, work level) of a start; the nearest pending value and level on the lattice."""
+        if start is None:
+            return 0, 0, 0, 0
+        p = int(np.argmin([abs(x - start.pending_h) for x in self.pend])) if start.mode > self.Z else 0
+        w = min(int(math.floor(start.work_done / self.q + 1e-6)), self.K)
+        return int(start.t0), int(start.mode), p, w
+
     def solve_window(self, avail: np.ndarray, spot_price: np.ndarray, od_price: np.ndarray,
-                     final_zone: int | None = None) -> ZonePlan:
+                     final_zone: int | None = None, start: ZoneStart | None = None,
+                     first_prices: tuple[np.ndarray, np.ndarray] | None = None) -> ZonePlan:
         """The optimum of one window (arrays (Z, T)); with `final_zone`, prices are that zone's first-slot ones and
-        the job must end there (the leaderboard's pricing: `solve_zones` tries every zone)."""
+        the job must end there (the leaderboard's pricing: `solve_zones` tries every zone). From `start`, the
+        arrays begin at its slot and `first_prices` (spot, on-demand per zone) are the window's first slot's."""
         T = self.T
         A = np.asarray(avail)[:, :T].astype(np.int64)
         SP, OD = np.asarray(spot_price, dtype=float)[:, :T], np.asarray(od_price, dtype=float)[:, :T]
         finish_ok = None
         if final_zone is not None:
-            SP = np.broadcast_to(SP[final_zone, 0], SP.shape)
-            OD = np.broadcast_to(OD[final_zone, 0], OD.shape)
-            finish_ok = np.zeros((self.Z, self.n + 1, T), dtype=bool)
+            sp0, od0 = (SP[:, 0], OD[:, 0]) if first_prices is None else first_prices
+            SP = np.broadcast_to(float(sp0[final_zone]), SP.shape)
+            OD = np.broadcast_to(float(od0[final_zone]), OD.shape)
+            finish_ok = np.zeros((self.Z, self.n + 1, A.shape[1]), dtype=bool)
             finish_ok[final_zone] = True
-        return self._solve(A, SP, OD, None, finish_ok)
+        return self._solve(A, SP, OD, None, finish_ok, start)
 
     def solve_free_moves(self, avail: np.ndarray, spot_price: np.ndarray, od_price: np.ndarray,
-                         final_zone: int) -> ZonePlan:
+                         final_zone: int, start: ZoneStart | None = None,
+                         first_prices: tuple[np.ndarray, np.ndarray] | None = None) -> ZonePlan:
         """The optimum of one window where moves are free and every slot is priced at the final zone's first slot
         (the leaderboard's rules). Prices are then the same wherever the job is, so the zones fold into one: k spot
         GPUs can be had where some zone has k, and a run of k goes on from one slot to the next without a restart
         where some zone has k in both (the job waits in that zone, then moves for free). The plan is then given
-        real zones slot by slot."""
-        T, n = self.T, self.n
-        A = np.asarray(avail)[:, :T].astype(np.int64)
+        real zones slot by slot. `start` and `first_prices` as in `solve_window` (a start's mode is the folded
+        zone's: its zone is moot)."""
+        n = self.n
+        A = np.asarray(avail)[:, :self.T].astype(np.int64)
+        T = A.shape[1]
         kk = np.arange(n + 1)[None, :, None]
         has = A[:, None, :] >= kk  # (Z, n+1, T)
         cont = np.zeros((1, n + 1, T), dtype=bool)
         cont[0, :, 1:] = (has[:, :, :-1] & has[:, :, 1:]).any(axis=0)
         finish_ok = has[final_zone][None]
         if self._folded is None:  # the one-zone DP of the folded zones, built once for every window
-            self._folded = ZonesDP(self.job, T, self.dt, self.settings, self.regions[:1], self.must_finish,
-                                   self.max_cells, bill_last=self.bill_last)
+            self._folded = ZonesDP(self.job, self.T, self.dt, self.settings, self.regions[:1], self.must_finish,
+                                   self.max_cells, bill_last=self.bill_last, keep_net=self.keep_net)
         one = self._folded
-        sp = np.full((1, T), float(np.asarray(spot_price)[final_zone, 0]))
-        od = np.full((1, T), float(np.asarray(od_price)[final_zone, 0]))
-        plan = one._solve(A.max(axis=0)[None], sp, od, cont, finish_ok)
+        sp0, od0 = (np.asarray(spot_price)[:, 0], np.asarray(od_price)[:, 0]) if first_prices is None \
+            else first_prices
+        sp = np.full((1, T), float(sp0[final_zone]))
+        od = np.full((1, T), float(od0[final_zone]))
+        if start is not None and start.mode > 0:  # the same run or idle state, in the one folded zone
+            x = (start.mode - 1 - self.Z) % self.NA
+            mode = one.run_mode(0, x) if start.mode > self.Z else one.idle_mode(0)
+            start = ZoneStart(start.t0, mode, start.pending_h, start.work_done)
+        plan = one._solve(A.max(axis=0)[None], sp, od, cont, finish_ok, start)
         return _place(plan, has, final_zone)
 
     def _solve(self, A: np.ndarray, SP: np.ndarray, OD: np.ndarray, cont: np.ndarray | None,
-               finish_ok: np.ndarray | None) -> ZonePlan:
+               finish_ok: np.ndarray | None, start: ZoneStart | None = None) -> ZonePlan:
         """The DP proper. `cont` (Z, n+1, T), where given, says where a run with k spot GPUs may go on into slot t
-        without a restart (default: wherever the zone has k); `finish_ok` (same shape) where the job may complete."""
+        without a restart (default: wherever the zone has k); `finish_ok` (same shape) where the job may complete;
+        `start` where the plan starts (default: slot 0 of the window, never started, no work done)."""
         started = time.perf_counter()
-        job, Z, P, K, T, dt = self.job, self.Z, self.P, self.K, self.T, self.dt
+        job, Z, P, K, dt = self.job, self.Z, self.P, self.K, self.dt
+        T = A.shape[1]
+        t0, m0, p0, w0 = self._start(start)
         max_prog = int(max(self.prog.max(), self.prog_launch.max()))
         if T * self.M * P * (K + 1) > self.max_cells * 8:
             raise SolverError(f"the optimum across zones would keep {T * self.M * P * (K + 1):,} states; "
@@ -156,7 +205,9 @@ class ZonesDP:
         NA, ac, ak = self.NA, self.alloc_c, self.alloc_k
         run_modes = np.array([[self.run_mode(z, x) for x in range(NA)] for z in range(Z)])  # (Z, NA)
         V = np.full((self.M, P, K), INF)
-        V[0, 0, 0] = 0.0
+        if w0 >= K:
+            raise SolverError("the job is already done: nothing to plan")
+        V[m0, p0, w0] = 0.0
         # the mode each zone's idle/run states leave egress from; the never-started state pays none
         src_zone = np.full(self.M, -1)
         for z in range(Z):
@@ -166,12 +217,14 @@ class ZonesDP:
         has = src_zone >= 0
         E_src[has] = self.E[src_zone[has]]
         pointers: list[tuple[int, np.ndarray]] = []
+        full_od = [x for x in range(NA) if ac[x] == self.n and ak[x] == 0]
+        net_modes = np.array([m for m in range(self.M) if m not in set(run_modes[:, full_od].ravel())])
         best = (INF, None)  # objective, (t, mode, pending, w, kind, code)
         bill_last = self.bill_last
         full = self.settings.billing == "full"
-        a = 0  # levels [a, b) are the only ones that may hold a value at a slot's start
+        a = w0  # levels [a, b) are the only ones that may hold a value at a slot's start
         for t in range(T):
-            b = min(K, t * max_prog + 1)
+            b = min(K, w0 + t * max_prog + 1)
             if b <= a:  # no level left that can still finish in time
                 break
             w_idx = np.arange(a, b)
@@ -229,7 +282,7 @@ class ZonesDP:
                                 code[m, pn, tgt[better]] = (ms * P + p) * 2 + 1
                             if fin.any() and ends_here:
                                 best = self._finish(best, t, src, fin, w_idx, self.lost[p], price[z, x], rate,
-                                                    full, bill_last, (t, m, ms, p, 1))
+                                                    full, bill_last, (t, m, ms, p, 1), t0=t0)
                     # launch (a restart in place where the run could go on is no restart in the engine)
                     src, src_mode = Lval[z], Lsrc[z]
                     if froms and m in froms:
@@ -250,12 +303,15 @@ class ZonesDP:
                         code[m, pn, tgt[better]] = (ms * P + ps) * 2
                     if fin.any() and ends_here:
                         best = self._finish(best, t, src, fin, w_idx, self.lost_launch, price[z, x], rate, full,
-                                            bill_last, (t, m, -1, -1, 0), launch_src=(src_mode, pmin, a))
+                                            bill_last, (t, m, -1, -1, 0), launch_src=(src_mode, pmin, a), t0=t0)
             lo = 0
             if self.must_finish:  # a level too low to finish in the slots left is dropped
                 lo = min(max(K - (T - t - 1) * max_prog, 0), K)
                 Vn[:, :, :lo] = INF
-            hi = min(K, (t + 1) * max_prog + 1)  # nothing above can be reached yet
+            hi = min(K, w0 + (t + 1) * max_prog + 1)  # nothing above can be reached yet
+            if self.keep_net and lo < hi:
+                Vn[net_modes, :, lo:hi] = np.where(self._net_fires(t0 + t, np.arange(lo, hi)), INF,
+                                                   Vn[net_modes, :, lo:hi])
             pointers.append((lo, code[:, :, lo:hi].astype(self.code_dtype)))
             V = Vn
             a = lo
@@ -265,18 +321,27 @@ class ZonesDP:
             m, p, w = np.unravel_index(flat, V.shape)
             unfinished = (float(V[m, p, w]) + job.miss_penalty, (T - 1, int(m), int(p), int(w)))
             if unfinished[0] < best[0]:
-                return self._plan(pointers, unfinished[1], None, False, unfinished[0], started)
+                return self._plan(pointers, unfinished[1], None, False, unfinished[0], started, T)
         if best[1] is None:
             raise SolverError("no schedule finishes the job by its deadline in this window (not even on demand)")
-        return self._plan(pointers, None, best[1], True, best[0], started)
+        return self._plan(pointers, None, best[1], True, best[0], started, T)
 
-    def _finish(self, best, t, src, fin, w_idx, lost, price, rate, full, bill_last, where, launch_src=None):
+    def _net_fires(self, t: int, levels: np.ndarray) -> np.ndarray:
+        """Where the strict safety net would take over after slot t (absolute) at these work levels: N_max
+        on-demand GPUs after one more restart could no longer finish in the slots left (`safety_net`)."""
+        job = self.job
+        left = np.maximum(job.work - levels * self.q, 0.0)
+        need = ceil_slots(left / job.max_rate + job.overhead_h, self.dt)
+        return (need > floor_slots(job.hard_deadline_h - t * self.dt, self.dt) - 1) & (left > 1e-9 * max(1, job.work))
+
+    def _finish(self, best, t, src, fin, w_idx, lost, price, rate, full, bill_last, where, launch_src=None,
+                t0: int = 0):
         """The best completion among the sources that finish in slot t (a run doing `rate` work an hour)."""
         left = (self.job.work - w_idx[fin] * self.q) / rate
         used = lost + left
         billed = self.dt if full else np.minimum(used, self.dt)
         cost = price * billed if bill_last else 0.0
-        completion = t * self.dt + np.minimum(used, self.dt)
+        completion = (t0 + t) * self.dt + np.minimum(used, self.dt)
         obj = src[fin] + cost - self.job.value_at(completion)
         if not np.isfinite(obj).any():
             return best
@@ -290,9 +355,9 @@ class ZonesDP:
             return float(obj[i]), (t, where[1], where[2], where[3], 1, w)
         return best
 
-    def _plan(self, pointers, end_state, finish, done, objective, started) -> ZonePlan:
+    def _plan(self, pointers, end_state, finish, done, objective, started, T: int) -> ZonePlan:
         """Read the plan back from the pointers: the run or idle state of every slot."""
-        T, P, Z = self.T, self.P, self.Z
+        P, Z = self.P, self.Z
         zone = np.full(T, -1, dtype=np.int64)
         o = np.zeros(T, dtype=np.int64)
         s = np.zeros(T, dtype=np.int64)
@@ -355,7 +420,7 @@ def solve_zones(dp: ZonesDP, avail: np.ndarray, spot_price: np.ndarray, od_price
         return dp.solve_window(avail, spot_price, od_price)
     free = dp.settings.moves == "free"
     plans = []
-    for f in _final_zones_by_bound(dp, spot_price, od_price):
+    for f in final_zone_order(dp, spot_price, od_price):
         if plans and _bound(dp, spot_price, od_price, f) >= min(p.objective for p in plans) - TOL:
             break  # no plan ending in this zone, or any after it, can do better
         try:
@@ -377,5 +442,6 @@ def _bound(dp: ZonesDP, spot_price: np.ndarray, od_price: np.ndarray, final_zone
     return floor if dp.must_finish else min(floor, float(job.miss_penalty))
 
 
-def _final_zones_by_bound(dp: ZonesDP, spot_price: np.ndarray, od_price: np.ndarray) -> list[int]:
+def final_zone_order(dp: ZonesDP, spot_price: np.ndarray, od_price: np.ndarray) -> list[int]:
+    """The zones a run priced at its final zone's first slot may end in, the one with the lowest floor first."""
     return sorted(range(dp.Z), key=lambda f: (_bound(dp, spot_price, od_price, f), f))
