@@ -39,12 +39,13 @@ class CHCZones(OnlinePolicy):
     reads_history = True
 
     def __init__(self, v: int = 12, predictor: str = "persistence", price_predictor: str = "persistence",
-                 quantile: float | None = None, train_hours: float = 168.0) -> None:
+                 quantile: float | None = None, train_hours: float = 168.0, recheck_hours: float = 1.0) -> None:
         self.v = v
         self.predictor = predictor
         self.price_predictor = price_predictor
         self.quantile = quantile
         self.train_hours = train_hours
+        self.recheck_hours = recheck_hours
 
     _parameter_constraints = {
         "v": [Interval(Integral, 1, None)],
@@ -54,6 +55,7 @@ class CHCZones(OnlinePolicy):
                             else f"'oracle' or one of {', '.join(model_names())}"],
         "quantile": [None, Interval(Real, 0, 1, closed="neither")],
         "train_hours": [positive_hours],
+        "recheck_hours": [positive_hours],
     }
     _parameter_help = {
         "v": "commitment: slots executed from each plan before replanning (sooner where spot is not as planned)",
@@ -61,6 +63,7 @@ class CHCZones(OnlinePolicy):
         "price_predictor": "spot price forecasts per zone, or oracle",
         "quantile": "plan on the GPUs available with this probability (None: the mean forecast, rounded)",
         "train_hours": "hours of a zone's history each forecast is fitted on",
+        "recheck_hours": "a zone not seen for this long is taken to have spot again, until a launch shows otherwise",
     }
 
     def reset(self, ctx: Context) -> None:
@@ -121,7 +124,9 @@ class CHCZones(OnlinePolicy):
         return fc.predict(k)
 
     def forecast(self, i: int, t: int, obs: Observation, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Availability, spot and on-demand prices of every zone for slots t .. t+n-1 of window i, (Z, n) each."""
+        """Availability, spot and on-demand prices of every zone for slots t .. t+n-1 of window i, (Z, n) each.
+        A zone not seen for `recheck_hours` in the window (or never, without a past) is taken to have spot: the plan
+        goes to find out, by a launch that is free where it fails."""
         zoned, Z = self.zoned_, self.zoned_.z
         A = np.zeros((Z, n))
         SP = np.zeros((Z, n))
@@ -132,9 +137,14 @@ class CHCZones(OnlinePolicy):
                 A[z] = _padded(ep.avail[i, t:t + n], n)
             else:
                 y = self._history(i, z, t)
-                A[z, 0] = y[-1] if y.size else 0.0
-                if n > 1:
-                    A[z, 1:] = self._fit_predict(self.predictor, "availability", y, n - 1) if y.size else 0.0
+                seen = np.flatnonzero(np.isfinite(self.seen_[i, z, :t + 1]))
+                stale = (t - seen[-1] if seen.size else t + 1) * self.dt_ > self.recheck_hours
+                if not y.size or (stale and t > 0):
+                    A[z] = self.requested_
+                else:
+                    A[z, 0] = y[-1]
+                    if n > 1:
+                        A[z, 1:] = self._fit_predict(self.predictor, "availability", y, n - 1)
             SP[z, 0], OD[z, 0] = obs.zones_spot_price[z, i], obs.zones_od_price[z, i]
             if n > 1:
                 if self.price_predictor == "oracle":
@@ -207,6 +217,18 @@ class CHCZones(OnlinePolicy):
         self.plan_s_[i, t:t + m] = plan.s
         self.next_plan_[i] = t + int(self.v)
 
+    def _launch_check(self, i: int, t: int, obs: Observation) -> bool:
+        """Where the plan launches spot in a zone whose availability now is not seen, try the launch (a failed
+        one is free, as the rules' `first_spot` says) and note what it showed; True if it failed."""
+        k, z = int(self.plan_s_[i, t]), int(self.plan_zone_[i, t])
+        if k <= 0 or z < 0 or np.isfinite(self.seen_[i, z, t]) or obs.first_spot is None:
+            return False
+        order = np.full((obs.active.size, 1), -1, dtype=np.int64)
+        order[i, 0] = z
+        found = int(obs.first_spot(order)[i]) == z
+        self.seen_[i, z, t] = self.requested_ if found else 0.0
+        return not found
+
     def act(self, obs: Observation):
         t = obs.t
         self._observe(obs)
@@ -219,8 +241,12 @@ class CHCZones(OnlinePolicy):
             if not due and self._surprised(i, t, obs):
                 self.stats_["replans_on_surprise"] += 1
                 due = True
-            if due:
-                self._plan(i, t, obs)
+            for _ in range(self.zoned_.z + 1):  # each failed launch shows one more zone without spot
+                if due:
+                    self._plan(i, t, obs)
+                due = self._launch_check(i, t, obs)
+                if not due:
+                    break
         self.stats_["decisions"] += int(obs.active.sum())
         tt = min(t, self.T_)
         zone = self.plan_zone_[:, tt]
