@@ -74,7 +74,8 @@ class CHCZones(OnlinePolicy):
         self.zoned_ = zoned
         self.dt_ = zoned.slot_hours
         self.T_ = min(int(ctx.horizon), horizon_slots(ctx.job, self.dt_))
-        self.dp_ = ZonesDP(ctx.job, self.T_, self.dt_, ctx.settings, zoned.regions, keep_net=True)
+        self.dp_ = ZonesDP(ctx.job, self.T_, self.dt_, ctx.settings, zoned.regions,
+                           keep_net=ctx.safety_net)
         W, Z = zoned.n, zoned.z
         self.final_pricing_ = ctx.settings.pricing == "final_zone_first_slot"
         self.free_moves_ = ctx.settings.moves == "free"
@@ -187,8 +188,11 @@ class CHCZones(OnlinePolicy):
         self.stats_["forecast_s"] += time.perf_counter() - tic
         dp, job = self.dp_, self.job
         zone = int(obs.zone[i])
-        start = ZoneStart(t, dp.mode_of(zone, int(obs.held_o[i]), int(obs.held_s[i]), bool(self.started_[i])),
-                          float(obs.pending_h[i]), float(job.work - obs.remaining[i]))
+        # a run that lost spot GPUs restarts on what it holds: in the DP, a launch from idle
+        intact = obs.held_s[i] >= obs.prev_s[i]
+        held_o, held_s = (int(obs.held_o[i]), int(obs.held_s[i])) if intact else (0, 0)
+        start = ZoneStart(t, dp.mode_of(zone, held_o, held_s, bool(self.started_[i])), float(obs.pending_h[i]),
+                          float(job.work - obs.remaining[i]))
         tic = time.perf_counter()
         try:
             if self.final_pricing_:

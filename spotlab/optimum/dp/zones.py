@@ -60,15 +60,16 @@ class ZonesDP:
 
     def __init__(self, job: Job, horizon: int, slot_hours: float, settings: SimSettings, regions: Sequence[str],
                  must_finish: bool = True, max_cells: int = 400_000_000, bill_last: bool | None = None,
-                 keep_net: bool = False):
+                 keep_net: str = "off"):
         if settings.transfer_time:
             raise SolverError("the optimum across zones does not model a checkpoint's transfer time; run it with "
                               "transfer_time off")
         self.job, self.T, self.dt = job, int(horizon), float(slot_hours)
         self.regions = tuple(regions)  # one per zone
         self.settings, self.Z, self.must_finish = settings, len(self.regions), bool(must_finish)
-        # keep the strict safety net's invariant (an online plan the net would override is no plan)
-        self.keep_net = bool(keep_net)
+        # keep the safety net's invariant ("strict", "cbl", "skynomad"; "off": none): an online plan the net would
+        # override is no plan
+        self.keep_net = str(keep_net)
         self.bill_last = settings.bill_completing_slot or self.Z == 1 if bill_last is None else bool(bill_last)
         self.n = int(job.n_max)
         # the allocations a run may have: c GPUs (N_min..N_max), k of them spot, the rest on demand
@@ -125,8 +126,9 @@ class ZonesDP:
         return 1 + z
 
     def mode_of(self, zone: int, on_demand: int, spot: int, started: bool) -> int:
-        """The mode of a job in `zone` holding `on_demand` + `spot` GPUs (none: idle there, or never started)."""
-        if on_demand + spot <= 0:
+        """The mode of a job in `zone` holding `on_demand` + `spot` GPUs (none, or fewer than N_min left by a
+        preemption: idle there, or never started)."""
+        if on_demand + spot < self.job.n_min or on_demand + spot <= 0:
             return self.idle_mode(zone) if started else 0
         return self.run_mode(zone, self.alloc.index((int(on_demand + spot), int(spot))))
 
@@ -216,6 +218,7 @@ class ZonesDP:
         E_src = np.zeros((self.M, Z))
         has = src_zone >= 0
         E_src[has] = self.E[src_zone[has]]
+        moving = np.where(src_zone >= 0, src_zone, 0)[:, None] != np.arange(Z)[None, :]  # (M, Z): a launch moves
         pointers: list[tuple[int, np.ndarray]] = []
         full_od = [x for x in range(NA) if ac[x] == self.n and ak[x] == 0]
         net_modes = np.array([m for m in range(self.M) if m not in set(run_modes[:, full_od].ravel())])
@@ -249,6 +252,10 @@ class ZonesDP:
             pmin = Vb.argmin(axis=1)
             with np.errstate(invalid="ignore"):
                 L = Vmin[:, None, :] + E_src[:, :, None]  # (M, Z, K)
+            if self.keep_net == "strict" and Z > 1:  # the strict net counts no spot work in a slot that moves
+                fires = self._net_fires(t0 + t, w_idx)
+                if fires.any():
+                    L = np.where(moving[:, :, None] & fires[None, None, :], INF, L)
             Lsrc = np.argmin(L, axis=0)  # (Z, K)
             Lval = np.take_along_axis(L, Lsrc[None], axis=0)[0]  # (Z, K)
             for z in range(Z):
@@ -309,7 +316,7 @@ class ZonesDP:
                 lo = min(max(K - (T - t - 1) * max_prog, 0), K)
                 Vn[:, :, :lo] = INF
             hi = min(K, w0 + (t + 1) * max_prog + 1)  # nothing above can be reached yet
-            if self.keep_net and lo < hi:
+            if self.keep_net != "off" and lo < hi:
                 Vn[net_modes, :, lo:hi] = np.where(self._net_fires(t0 + t, np.arange(lo, hi)), INF,
                                                    Vn[net_modes, :, lo:hi])
             pointers.append((lo, code[:, :, lo:hi].astype(self.code_dtype)))
@@ -327,12 +334,15 @@ class ZonesDP:
         return self._plan(pointers, None, best[1], True, best[0], started, T)
 
     def _net_fires(self, t: int, levels: np.ndarray) -> np.ndarray:
-        """Where the strict safety net would take over after slot t (absolute) at these work levels: N_max
-        on-demand GPUs after one more restart could no longer finish in the slots left (`safety_net`)."""
+        """Where the safety net would take over after slot t (absolute) at these work levels: N_max on-demand GPUs
+        after one more restart could no longer finish in the slots left (strict), or would need every one of them
+        (the Can't Be Late guard and SkyNomad's latch; `policies.safety_net`)."""
         job = self.job
         left = np.maximum(job.work - levels * self.q, 0.0)
         need = ceil_slots(left / job.max_rate + job.overhead_h, self.dt)
-        return (need > floor_slots(job.hard_deadline_h - t * self.dt, self.dt) - 1) & (left > 1e-9 * max(1, job.work))
+        slots = floor_slots(job.hard_deadline_h - (t + 1) * self.dt, self.dt)
+        fires = need > slots if self.keep_net == "strict" else need >= slots
+        return fires & (left > 1e-9 * max(1, job.work))
 
     def _finish(self, best, t, src, fin, w_idx, lost, price, rate, full, bill_last, where, launch_src=None,
                 t0: int = 0):
