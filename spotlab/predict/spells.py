@@ -37,9 +37,10 @@ MAX_HAZARD = 0.999
 
 
 def ends_and_exposure(up: np.ndarray, run: np.ndarray, buckets: int, blocks: np.ndarray | None,
-                      n_blocks: int) -> dict[str, np.ndarray]:
+                      n_blocks: int, weight: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """Per state (0 down, 1 up): spell ends and slots at risk per age bucket (first spell's end left out) and
-    in total, and per block of the day; `blocks[i]` is the block of slot i (None: one block)."""
+    in total, and per block of the day; `blocks[i]` is the block of slot i (None: one block); `weight[i]` weighs
+    the step from slot i to i + 1 (None: 1)."""
     n = up.size
     s, nxt = up[:-1].astype(np.int64), up[1:]
     end = (nxt != up[:-1]).astype(float)
@@ -49,11 +50,12 @@ def ends_and_exposure(up: np.ndarray, run: np.ndarray, buckets: int, blocks: np.
         known[first_end] = 0.0
     b = np.minimum(run_bucket(run[:-1]), buckets - 1)
     blk = np.zeros(n - 1, dtype=np.int64) if blocks is None else blocks[1:]
+    wt = np.ones(n - 1) if weight is None else weight
     out = {}
     for name, idx, size in (("bucket", s * buckets + b, 2 * buckets), ("block", s * n_blocks + blk, 2 * n_blocks)):
         weights = end * known if name == "bucket" else end
-        out[f"{name}_ends"] = np.bincount(idx, weights=weights, minlength=size).reshape(2, -1)
-        out[f"{name}_risk"] = np.bincount(idx, minlength=size).reshape(2, -1).astype(float)
+        out[f"{name}_ends"] = np.bincount(idx, weights=weights * wt, minlength=size).reshape(2, -1)
+        out[f"{name}_risk"] = np.bincount(idx, weights=wt, minlength=size).reshape(2, -1)
     out["ends"], out["risk"] = out["block_ends"].sum(axis=1), out["block_risk"].sum(axis=1)
     return out
 
@@ -72,6 +74,7 @@ class Spells(Predictor):
         max_run_bucket: int = 16,
         day_blocks: int = 0,
         block_slots: float = 50.0,
+        half_life_hours: float | None = None,
     ) -> None:
         self.prior_up_hours = prior_up_hours
         self.prior_down_hours = prior_down_hours
@@ -80,6 +83,7 @@ class Spells(Predictor):
         self.max_run_bucket = max_run_bucket
         self.day_blocks = day_blocks
         self.block_slots = block_slots
+        self.half_life_hours = half_life_hours
 
     _parameter_constraints = {
         "prior_up_hours": [Interval(Real, 0, None, closed="neither")],
@@ -89,6 +93,7 @@ class Spells(Predictor):
         "max_run_bucket": [Interval(Integral, 0, 30)],
         "day_blocks": [Interval(Integral, 0, 24)],
         "block_slots": [Interval(Real, 0, None, closed="left")],
+        "half_life_hours": [Interval(Real, 0, None, closed="neither"), None],
     }
 
     # ------------------------------------------------------------------------------------------ fit
@@ -110,7 +115,10 @@ class Spells(Predictor):
         prior = 1.0 - np.exp(-self.slot_hours_ / np.array([self.prior_down_hours, self.prior_up_hours]))
         k0 = self.prior_hours / self.slot_hours_
         if y.size >= 2:
-            c = ends_and_exposure(up, run, buckets, self._blocks(self.t0_, y.size), n_blocks)
+            weight = None
+            if self.half_life_hours is not None:
+                weight = 0.5 ** ((y.size - 2 - np.arange(y.size - 1)) * self.slot_hours_ / self.half_life_hours)
+            c = ends_and_exposure(up, run, buckets, self._blocks(self.t0_, y.size), n_blocks, weight)
         else:
             z = np.zeros((2, buckets)), np.zeros((2, n_blocks))
             c = {"bucket_ends": z[0], "bucket_risk": z[0], "block_ends": z[1], "block_risk": z[1],
