@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
+import numpy as np
 import pandas as pd
 
 from ..data.locate import dataset_path
@@ -152,7 +153,8 @@ def _skill(df: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     ref = df[df["model"] == "persistence"].set_index(keys)["value"]
     base = ref.reindex(pd.MultiIndex.from_frame(df[keys])).to_numpy()
     out = df.copy()
-    out["skill"] = 1.0 - out["value"].to_numpy() / base
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out["skill"] = 1.0 - out["value"].to_numpy() / base
     out.loc[~(base > 0), "skill"] = float("nan")
     return out
 

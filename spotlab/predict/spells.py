@@ -11,7 +11,9 @@ semi-Markov (alternating renewal) process of those two states:
 - shrinkage, so that a short history (a 60-h window seen from its start) still gives a forecast: each bucket's
   hazard is pulled towards the state's pooled rate by `bucket_slots` slots of pseudo-exposure, and the pooled rate
   towards a prior spell length (`prior_up_hours`, `prior_down_hours`) by `prior_hours` of pseudo-exposure;
-- optionally (`day_blocks` > 0) a multiplier of each state's hazard per block of the day, shrunk likewise.
+- optionally (`half_life_hours`) recent slots weigh more (a market's regime drifts).
+Time of day was tried as a hazard multiplier per block of the day and did not help on the shared traces
+(docs/decisions/zone-forecasts.md), so it is not here.
 
 The forecast propagates the (state, age) distribution slot by slot from the current state and age: the
 current spell's survival `p_spell_lasts(w)` and `p_available(w)`. The point forecast is the expected value:
@@ -36,11 +38,10 @@ UP_AT = 0.5  # a value counts as "up" (at least one GPU, rounding) from here on
 MAX_HAZARD = 0.999
 
 
-def ends_and_exposure(up: np.ndarray, run: np.ndarray, buckets: int, blocks: np.ndarray | None,
-                      n_blocks: int, weight: np.ndarray | None = None) -> dict[str, np.ndarray]:
-    """Per state (0 down, 1 up): spell ends and slots at risk per age bucket (first spell's end left out) and
-    in total, and per block of the day; `blocks[i]` is the block of slot i (None: one block); `weight[i]` weighs
-    the step from slot i to i + 1 (None: 1)."""
+def ends_and_exposure(up: np.ndarray, run: np.ndarray, buckets: int,
+                      weight: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """Per state (0 down, 1 up): spell ends and slots at risk per age bucket (the first spell's end left out, its
+    age is unknown) and in total; `weight[i]` weighs the step from slot i to i + 1 (None: 1)."""
     n = up.size
     s, nxt = up[:-1].astype(np.int64), up[1:]
     end = (nxt != up[:-1]).astype(float)
@@ -49,19 +50,15 @@ def ends_and_exposure(up: np.ndarray, run: np.ndarray, buckets: int, blocks: np.
     if first_end < n - 1:
         known[first_end] = 0.0
     b = np.minimum(run_bucket(run[:-1]), buckets - 1)
-    blk = np.zeros(n - 1, dtype=np.int64) if blocks is None else blocks[1:]
     wt = np.ones(n - 1) if weight is None else weight
-    out = {}
-    for name, idx, size in (("bucket", s * buckets + b, 2 * buckets), ("block", s * n_blocks + blk, 2 * n_blocks)):
-        weights = end * known if name == "bucket" else end
-        out[f"{name}_ends"] = np.bincount(idx, weights=weights * wt, minlength=size).reshape(2, -1)
-        out[f"{name}_risk"] = np.bincount(idx, weights=wt, minlength=size).reshape(2, -1)
-    out["ends"], out["risk"] = out["block_ends"].sum(axis=1), out["block_risk"].sum(axis=1)
-    return out
+    idx = s * buckets + b
+    return {"bucket_ends": np.bincount(idx, weights=end * known * wt, minlength=2 * buckets).reshape(2, -1),
+            "bucket_risk": np.bincount(idx, weights=wt, minlength=2 * buckets).reshape(2, -1),
+            "ends": np.bincount(s, weights=end * wt, minlength=2), "risk": np.bincount(s, weights=wt, minlength=2)}
 
 
 class Spells(Predictor):
-    """Semi-Markov up/down spells: hazard by spell age (and optionally time of day), shrunk towards a prior."""
+    """Semi-Markov up/down spells: hazard by spell age, shrunk towards a prior."""
 
     name = "spells"
 
@@ -72,8 +69,6 @@ class Spells(Predictor):
         prior_hours: float = 12.0,
         bucket_slots: float = 10.0,
         max_run_bucket: int = 16,
-        day_blocks: int = 0,
-        block_slots: float = 50.0,
         half_life_hours: float | None = None,
     ) -> None:
         self.prior_up_hours = prior_up_hours
@@ -81,8 +76,6 @@ class Spells(Predictor):
         self.prior_hours = prior_hours
         self.bucket_slots = bucket_slots
         self.max_run_bucket = max_run_bucket
-        self.day_blocks = day_blocks
-        self.block_slots = block_slots
         self.half_life_hours = half_life_hours
 
     _parameter_constraints = {
@@ -91,24 +84,15 @@ class Spells(Predictor):
         "prior_hours": [Interval(Real, 0, None, closed="neither")],
         "bucket_slots": [Interval(Real, 0, None, closed="left")],
         "max_run_bucket": [Interval(Integral, 0, 30)],
-        "day_blocks": [Interval(Integral, 0, 24)],
-        "block_slots": [Interval(Real, 0, None, closed="left")],
         "half_life_hours": [Interval(Real, 0, None, closed="neither"), None],
     }
 
     # ------------------------------------------------------------------------------------------ fit
 
-    def _blocks(self, first: int, n: int) -> np.ndarray | None:
-        if not self.day_blocks:
-            return None
-        hours = (np.arange(first, first + n) * self.slot_hours_) % 24.0
-        return np.minimum((hours * self.day_blocks / 24.0).astype(np.int64), self.day_blocks - 1)
-
     def _fit(self, y: np.ndarray) -> None:
         up = y >= UP_AT
         run = run_lengths(up.astype(float))
         buckets = int(self.max_run_bucket) + 1
-        n_blocks = max(1, int(self.day_blocks))
         # the age from which every older spell shares the last bucket's hazard (ages 1..cap are tracked)
         top = int(self.max_run_bucket)
         self.cap_ = top + 1 if top < EXACT_RUNS else EXACT_RUNS * 2 ** (top - EXACT_RUNS) + 1
@@ -118,10 +102,9 @@ class Spells(Predictor):
             weight = None
             if self.half_life_hours is not None:
                 weight = 0.5 ** ((y.size - 2 - np.arange(y.size - 1)) * self.slot_hours_ / self.half_life_hours)
-            c = ends_and_exposure(up, run, buckets, self._blocks(self.t0_, y.size), n_blocks, weight)
+            c = ends_and_exposure(up, run, buckets, weight)
         else:
-            z = np.zeros((2, buckets)), np.zeros((2, n_blocks))
-            c = {"bucket_ends": z[0], "bucket_risk": z[0], "block_ends": z[1], "block_risk": z[1],
+            c = {"bucket_ends": np.zeros((2, buckets)), "bucket_risk": np.zeros((2, buckets)),
                  "ends": np.zeros(2), "risk": np.zeros(2)}
         rate = (c["ends"] + k0 * prior) / (c["risk"] + k0)  # per state: the pooled rate, shrunk to the prior
         ks = float(self.bucket_slots)
@@ -129,12 +112,6 @@ class Spells(Predictor):
         hazard = np.where(c["bucket_risk"] + ks > 0, hazard, rate[:, None])
         ages = np.arange(1, self.cap_ + 1)
         self.hazard_ = np.minimum(hazard[:, np.minimum(run_bucket(ages), buckets - 1)], MAX_HAZARD)  # (2, cap)
-        # time of day: per block, the state's rate there over its rate overall (the block's shrunk towards 1)
-        raw = c["ends"] / np.maximum(c["risk"], 1.0)
-        kb = float(self.block_slots)
-        block_rate = (c["block_ends"] + kb * raw[:, None]) / np.maximum(c["block_risk"] + kb, 1e-12)
-        factor = np.divide(block_rate, raw[:, None], out=np.ones_like(block_rate), where=raw[:, None] > 0)
-        self.day_factor_ = factor if self.day_blocks else np.ones((2, 1))  # (2, blocks)
         self.values_ = (np.sort(y[~up]), np.sort(y[up]))
         self.means_ = (float(self.values_[0].mean()) if self.values_[0].size else 0.0,
                        float(self.values_[1].mean()) if self.values_[1].size else 1.0)
@@ -164,12 +141,9 @@ class Spells(Predictor):
         cap = self.cap_
         dist = np.zeros((2, cap))  # spells begun after the origin, by state and age (index age - 1)
         orig, age = 1.0, min(self.age_, cap)
-        t_next = self.t0_ + self.y_.size  # absolute slot of t+1
-        blocks = self._blocks(t_next, w)
+        lam = self.hazard_
         p_up, lasts = np.empty(w), np.empty(w)
         for j in range(w):
-            f = self.day_factor_[:, 0 if blocks is None else blocks[j]]
-            lam = np.minimum(self.hazard_ * f[:, None], MAX_HAZARD)
             ended = dist * lam
             stay = dist - ended
             new = np.zeros((2, cap))
@@ -199,7 +173,7 @@ class Spells(Predictor):
         return self._propagate(int(w))[1].copy()
 
     def long_run(self) -> float:
-        """The stationary mean of the fitted process (no time of day): mean spell lengths weighting the means."""
+        """The stationary mean of the fitted process: the states' mean values weighted by their mean spell lengths."""
         self._check_fitted()
         if not self.changed_:
             return float(self.y_[-1])

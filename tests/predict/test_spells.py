@@ -46,7 +46,7 @@ def test_a_short_history_uses_the_prior():
     assert np.all(longer.p_available(36) < p)
 
 
-@pytest.mark.parametrize("kw, word", [({"prior_up_hours": 0}, "prior_up_hours"), ({"day_blocks": -1}, "day_blocks"),
+@pytest.mark.parametrize("kw, word", [({"prior_up_hours": 0}, "prior_up_hours"), ({"bucket_slots": -1}, "bucket_slots"),
                                       ({"half_life_hours": "x"}, "half_life_hours"),
                                       ({"max_run_bucket": 2.5}, "max_run_bucket"), ({"smooth": 1}, "smooth")])
 def test_bad_parameters_are_one_line(kw, word):
@@ -64,8 +64,7 @@ def test_state_follows_updates():
 
 binary = st.lists(st.booleans(), min_size=2, max_size=150).map(lambda v: np.array(v, dtype=float))
 counts = st.lists(st.integers(0, 8), min_size=2, max_size=150).map(lambda v: np.array(v, dtype=float))
-params = st.fixed_dictionaries({"day_blocks": st.sampled_from([0, 4]),
-                                "half_life_hours": st.sampled_from([None, 6.0]),
+params = st.fixed_dictionaries({"half_life_hours": st.sampled_from([None, 6.0]),
                                 "max_run_bucket": st.sampled_from([0, 3, 16])})
 slots = st.sampled_from([1 / 6, 195 / 3600, 1.0])
 
