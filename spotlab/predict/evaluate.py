@@ -12,6 +12,10 @@ For every origin t in [start, stop) the model has seen y[..t] only and forecasts
 The model only ever receives slices that end at the origin, so altering data after t cannot change the
 forecasts made at t or before; the tests check this for every model. Origins end at n - max(horizons) by
 default so that every horizon is scored on the same origins.
+
+With `spells=True` (availability) each origin also records the forecast probability that the current spell (up:
+at least one GPU, or down) lasts through t+h (`spell_lasts`): a model's own (`p_spell_lasts`, as `spells` has)
+or else read off its point path (1 while every forecast up to t+h stays on the origin's side, else 0).
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from . import metrics
 from .base import Predictor, check_slot_hours, slots_per
 from .forecaster import TARGETS, Forecaster
 from .registry import MODELS, make_predictor
+from .spells import UP_AT
 
 ModelSpec = str | Predictor | Callable[[], Predictor]
 DEFAULT_HORIZONS = (1, 2, 3, 6, 12)
@@ -147,13 +152,23 @@ class RollingResult:
     timing: dict = field(default_factory=dict)
 
     def scores(self) -> pd.DataFrame:
-        """Per horizon: n, mae, rmse, smape; hit_ge<k>, prec_ge<k> (availability); cover_q<q>, pinball_q<q>."""
+        """Per horizon: n, mae, rmse, smape; brier, hit_ge<k>, prec_ge<k> (availability); cover_q<q>, pinball_q<q>;
+        with spell columns (`rolling_origin(spells=True)`): brier_stay (all origins), n_up, brier_stay_up (origins in
+        an up spell: how long spot lasts), brier_stay_down (in a down spell: how soon it comes back)."""
         rows = []
         for h, g in self.frame.groupby("h", sort=True):
             f, a = g["forecast"].to_numpy(), g["actual"].to_numpy()
             row: dict[str, Any] = {"h": int(h), "n": int(f.size), "mae": metrics.mae(f, a),
                                    "rmse": metrics.rmse(f, a), "smape": metrics.smape(f, a)}
             if self.target == "availability":
+                share = float(self.requested or 1)
+                row["brier"] = metrics.brier(np.clip(f / share, 0, 1), np.clip(a / share, 0, 1))
+                if "lasts" in g:
+                    p, o, up = g["lasts"].to_numpy(), g["lasted"].to_numpy(), g["up"].to_numpy()
+                    row["brier_stay"] = metrics.brier(p, o)
+                    row["n_up"] = int(up.sum())
+                    row["brier_stay_up"] = metrics.brier(p[up], o[up])
+                    row["brier_stay_down"] = metrics.brier(p[~up], o[~up])
                 for k in self.at_least:
                     row[f"hit_ge{k}"] = metrics.hit_rate(f, a, k)
                     row[f"prec_ge{k}"] = metrics.precision(f, a, k)
@@ -186,6 +201,7 @@ def rolling_origin(
     at_least: Sequence[int] | None = None,
     params: Mapping[str, Any] | None = None,
     round_point: bool = False,
+    spells: bool = False,
 ) -> RollingResult:
     """Forecast from every origin in [start, stop) with periodic refits; see the module docstring.
 
@@ -194,7 +210,8 @@ def rolling_origin(
     `start` = train_slots - 1 (the first origin with a full window), `stop` = n - max(horizons).
     `quantile` (one or several probabilities q) adds assured forecasts (see `Forecaster`); `at_least`
     lists the k of the "at least k GPUs" hit rates (default 1 and requested); `round_point` rounds
-    availability point forecasts to whole GPUs.
+    availability point forecasts to whole GPUs; `spells` adds the columns lasts (forecast probability that the
+    origin's spell lasts through t+h), lasted (it did) and up (the origin is in an up spell).
     """
     ys, s_hours, zero, req = _resolve(series, target, slot_hours, t0, requested)
     y = np.asarray(ys, dtype=float)
@@ -221,10 +238,13 @@ def rolling_origin(
     predictor.check_params()
     fc = Forecaster(predictor, target, req, round_point=round_point)
     ks = _at_least(at_least, target, req)
+    if spells and target != "availability":
+        raise PredictionError("spells=True scores availability spells; the target is 'price'")
 
     origins = np.arange(first, last)
     point = np.empty((origins.size, wmax))
     assured = {q: np.empty((origins.size, wmax)) for q in levels}
+    lasts = np.empty((origins.size, wmax)) if spells else None
     refit = np.zeros(origins.size, dtype=bool)
     fit_s = forecast_s = 0.0
     fallbacks = 0
@@ -243,6 +263,8 @@ def rolling_origin(
         point[i] = fc.predict(wmax)
         for q in levels:
             assured[q][i] = fc.predict_quantile(wmax, q)
+        if lasts is not None:
+            lasts[i] = spell_lasts(predictor, point[i], y[t])
         forecast_s += time.perf_counter() - tic
 
     cols = np.asarray(hs) - 1
@@ -256,10 +278,27 @@ def rolling_origin(
     }
     for q in levels:
         data[f"q{q:g}"] = assured[q][:, cols].ravel()
+    if lasts is not None:
+        up = y >= UP_AT
+        change = np.r_[np.flatnonzero(up[1:] != up[:-1]) + 1, n]  # slots where the state differs from the last
+        next_change = change[np.searchsorted(change, origins, side="right")]
+        data["lasts"] = lasts[:, cols].ravel()
+        data["lasted"] = (origins[:, None] + np.asarray(hs)[None, :] < next_change[:, None]).ravel()
+        data["up"] = np.repeat(up[origins], n_h)
     timing = {"fit_s": fit_s, "forecast_s": forecast_s, "n_fits": int(refit.sum()),
               "n_origins": int(origins.size), "fallbacks": int(fallbacks)}
     label = model if isinstance(model, str) else predictor.name
     return RollingResult(pd.DataFrame(data), label, target, req, hs, ks, levels, s_hours, train, every, timing)
+
+
+def spell_lasts(model: Predictor, path: np.ndarray, last: float) -> np.ndarray:
+    """P(the spell under way at the origin lasts through t+h), h = 1..len(path): the model's own where it has one
+    (`p_spell_lasts`), else 1 while the point path stays on the side (up: >= 0.5 GPU) of the last value, then 0."""
+    own = getattr(model, "p_spell_lasts", None)
+    if callable(own):
+        return np.asarray(own(path.size), dtype=float)
+    side = (np.asarray(path) >= UP_AT) == (last >= UP_AT)
+    return np.cumprod(side).astype(float)
 
 
 def _resolve(series: Any, target: str, slot_hours: float | None, t0: int | None,
@@ -335,6 +374,11 @@ def _with_skill(df: pd.DataFrame, by: list[str]) -> pd.DataFrame:
         skill = np.where(ref > 0, 1.0 - df["mae"].to_numpy() / ref, np.where(df["mae"].to_numpy() == 0, 0.0, -np.inf))
     out = df.copy()
     out.insert(out.columns.get_loc("mae") + 1, "skill_mae", skill)
+    for col in ("brier", "brier_stay_up", "brier_stay_down"):  # 1 - score / persistence's (> 0: better)
+        if col in out:
+            ref = df[df["model"] == "persistence"].set_index(by + ["h"])[col].reindex(key).to_numpy()
+            with np.errstate(divide="ignore", invalid="ignore"):
+                out[f"skill_{col}"] = np.where(ref > 0, 1.0 - out[col].to_numpy() / ref, np.nan)
     return out
 
 

@@ -8,7 +8,11 @@
 - coverage of an assured forecast with probability q: how often the outcome was at least as good
   (availability >= forecast, price <= forecast); calibrated when close to q. Pinball loss scores the
   same quantile (lower is better).
+- Brier score of a probability forecast p of an event o (0/1): mean (p - o)^2, 0 is perfect, 0.25 is "always
+  50%". For availability it scores P(available at t+h) (the point forecast as a share of the requested GPUs: for
+  a 0/1 series the forecast probability itself) and P(the current spell lasts through t+h) (`evaluate.spell_lasts`).
 """
+
 
 from __future__ import annotations
 
@@ -55,3 +59,8 @@ def pinball(f: np.ndarray, a: np.ndarray, level: float) -> float:
         return float("nan")
     d = a - f
     return float(np.mean(np.maximum(level * d, (level - 1.0) * d)))
+
+
+def brier(p: np.ndarray, o: np.ndarray) -> float:
+    """Mean squared difference between probabilities `p` and outcomes `o` (0/1, or shares in [0, 1])."""
+    return float(np.mean((np.asarray(p, dtype=float) - np.asarray(o, dtype=float)) ** 2)) if np.size(p) else float("nan")

@@ -19,6 +19,7 @@ MODELS: dict[str, str] = {
     "gbm": "spotlab.predict.gbm:GBM",
     "duration": "spotlab.predict.duration:Duration",
     "reversion": "spotlab.predict.reversion:Reversion",
+    "spells": "spotlab.predict.spells:Spells",
     "auto": "spotlab.predict.auto:Auto",
 }
 
