@@ -21,7 +21,8 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from ..errors import PolicyError, PredictionError, SolverError
+from ..errors import PredictionError, SolverError
+from ..market.zoned_episodes import ZonedEpisodes
 from ..optimum.dp.zones import ZonesDP, ZoneStart, final_zone_order
 from ..params import Interval, positive_hours
 from ..predict.forecaster import Forecaster
@@ -69,8 +70,8 @@ class CHCZones(OnlinePolicy):
     def reset(self, ctx: Context) -> None:
         super().reset(ctx)
         zoned = ctx.zoned
-        if zoned is None:
-            raise PolicyError("chc_zones plans across zones; on a market of one zone use chc")
+        if zoned is None:  # one zone: the same plan, with nowhere to move
+            zoned = ZonedEpisodes((ctx.episodes,), ("zone",), ("zone",))
         self.zoned_ = zoned
         self.dt_ = zoned.slot_hours
         self.T_ = min(int(ctx.horizon), horizon_slots(ctx.job, self.dt_))
@@ -129,6 +130,7 @@ class CHCZones(OnlinePolicy):
         A zone not seen for `recheck_hours` in the window (or never, without a past) is taken to have spot: the plan
         goes to find out, by a launch that is free where it fails."""
         zoned, Z = self.zoned_, self.zoned_.z
+        _, sp_now, od_now = self._zones_of(obs)
         A = np.zeros((Z, n))
         SP = np.zeros((Z, n))
         OD = np.zeros((Z, n))
@@ -146,7 +148,7 @@ class CHCZones(OnlinePolicy):
                     A[z, 0] = y[-1]
                     if n > 1:
                         A[z, 1:] = self._fit_predict(self.predictor, "availability", y, n - 1)
-            SP[z, 0], OD[z, 0] = obs.zones_spot_price[z, i], obs.zones_od_price[z, i]
+            SP[z, 0], OD[z, 0] = sp_now[z, i], od_now[z, i]
             if n > 1:
                 if self.price_predictor == "oracle":
                     SP[z, 1:] = _padded(ep.spot_price[i, t + 1:t + n], n - 1)
@@ -159,19 +161,28 @@ class CHCZones(OnlinePolicy):
 
     # ------------------------------------------------------------------------------------------ act
 
+    @staticmethod
+    def _zones_of(obs: Observation) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The job's zone and every zone's prices, (W,), (Z, W), (Z, W); one zone's own where there is one."""
+        W = obs.active.size
+        if obs.zone is None:
+            return np.zeros(W, dtype=np.int64), obs.spot_price[None, :], obs.od_price[None, :]
+        return obs.zone, obs.zones_spot_price, obs.zones_od_price
+
     def _observe(self, obs: Observation) -> None:
         t = obs.t
         if t >= self.T_:
             return
         W = obs.active.size
+        zone, sp, od = self._zones_of(obs)
         if obs.zones_avail is not None:
             self.seen_[:, :, t] = obs.zones_avail.T
         else:
-            self.seen_[np.arange(W), obs.zone, t] = obs.avail
+            self.seen_[np.arange(W), zone, t] = obs.avail
         self.started_ |= obs.prev_o + obs.prev_s > 0
         if t == 0:
             for i in range(W):
-                self.first_prices_[i] = (obs.zones_spot_price[:, i].copy(), obs.zones_od_price[:, i].copy())
+                self.first_prices_[i] = (sp[:, i].copy(), od[:, i].copy())
 
     def _surprised(self, i: int, t: int, obs: Observation) -> bool:
         """The plan counts on spot in a zone that is seen not to have it now."""
@@ -187,7 +198,7 @@ class CHCZones(OnlinePolicy):
         A, SP, OD = self.forecast(i, t, obs, n)
         self.stats_["forecast_s"] += time.perf_counter() - tic
         dp, job = self.dp_, self.job
-        zone = int(obs.zone[i])
+        zone = int(self._zones_of(obs)[0][i])
         # a run that lost spot GPUs restarts on what it holds: in the DP, a launch from idle
         intact = obs.held_s[i] >= obs.prev_s[i]
         held_o, held_s = (int(obs.held_o[i]), int(obs.held_s[i])) if intact else (0, 0)
@@ -256,7 +267,9 @@ class CHCZones(OnlinePolicy):
         zone = self.plan_zone_[:, tt]
         o = np.where(zone >= 0, self.plan_o_[:, tt], 0)
         s = np.where(zone >= 0, self.plan_s_[:, tt], 0)
-        to = np.where(zone >= 0, zone, obs.zone if obs.zone is not None else np.zeros(W, dtype=np.int64))
+        if obs.zone is None:
+            return o.astype(np.int64), s.astype(np.int64)
+        to = np.where(zone >= 0, zone, obs.zone)
         return Action(o.astype(np.int64), s.astype(np.int64), None, to.astype(np.int64))
 
     def report(self) -> dict:

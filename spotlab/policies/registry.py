@@ -19,6 +19,7 @@ REGISTRY: dict[str, str] = {
     "chc_zones": "spotlab.policies.chc_zones:CHCZones",
     "select": "spotlab.policies.select:Select",
     "prediction_free": "spotlab.policies.prediction_free:PredictionFree",
+    "prediction_free_zones": "spotlab.policies.prediction_free_zones:PredictionFreeZones",
     "slack_reserve": "spotlab.policies.slack_reserve:SlackReserve",
     "up_failover": "spotlab.policies.up_failover:UpFailover",
     "round_robin": "spotlab.policies.round_robin:RoundRobin",

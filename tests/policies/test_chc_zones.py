@@ -111,15 +111,18 @@ def test_real_forecasts_meet_every_deadline(case, rules, predictor):
     assert np.all(np.isfinite(a1.completion_h[ok]) & (a1.completion_h[ok] <= end + 1e-9))
 
 
-def test_one_zone_is_refused_with_the_policy_to_use():
+def test_on_one_zone_perfect_forecasts_give_the_optimum_of_what_the_net_lets_run():
     from spotlab.jobs.job import make_job
     from spotlab.market.synthetic import synthetic_market
     from spotlab.market.windows import cut_windows
 
-    ep = cut_windows(synthetic_market(30.0, requested=1, seed=1), stride_hours=12, horizon_hours=12,
-                     history_hours=0, max_jobs=1)
-    with pytest.raises(PolicyError, match="use chc"):
-        simulate(make_policy("chc_zones"), ep, make_job(6, 12), None)
+    ep = cut_windows(synthetic_market(60.0, requested=1, seed=3, regime="volatile"), stride_hours=12,
+                     horizon_hours=12, history_hours=0, max_jobs=3)
+    job = make_job(8, 12, overhead_hours=0.2)
+    a1 = simulate(make_policy("chc_zones", dict(ORACLE, v=1)), ep, job, None)
+    best = simulate(make_policy("optimal"), ep, job, None)
+    assert np.all(np.isfinite(a1.completion_h)) and a1.policy_report["net_override_rate"] == 0.0
+    assert np.all(a1.cost >= best.cost - 1e-6) and np.all(a1.cost <= 1.05 * best.cost)
 
 
 def test_bad_parameters_are_named():
