@@ -99,6 +99,40 @@ save(fig, table, OUT.peers)
 plt.show()
 
 # %% [markdown]
+# ## The paper's algorithms across zones
+#
+# A1 (`chc_zones`: the zones DP from the job's true state on per-zone persistence forecasts, re-planned every 12 slots
+# and wherever spot is not as planned), A2 (`prediction_free_zones`: spot in the zone whose price over its seen spot
+# lifetime is lowest, on-demand in between, leaving on-demand only for a spell old enough to pay two restarts) and
+# A3 (`select` over A1, A2 and UP(S)/UP(A)/UP(AP), its choice made from their runs), beside the baselines, the
+# optimum, A1 on perfect forecasts and the best one-zone uniform progress under spotlab's rules. Left: the
+# leaderboard's AvgCost per rule set; right: SkyNomad's shared six at ratio 1.5. The bars issue 41 set (dashed):
+# $72.00 on the leaderboard, $547 on SkyNomad (docs/decisions/zone-policies.md says which hold).
+
+# %%
+alone = mr.one_zone(rows)
+alone.to_csv(out / OUT.one_zone.csv, index=False)
+display(alone[alone.best].round(2))
+algos = table[table.policy.isin(["chc_zones", "prediction_free_zones", "select", "chc_zones_oracle", "up_failover",
+                                 "round_robin", "optimal"])]
+fig, axes = plt.subplots(1, 2, figsize=(13, 4.6))
+lb = algos[algos.bench == "leaderboard"].groupby(["rules", "policy"], sort=False).mean_cost.mean().reset_index()
+sns.barplot(data=lb, x="policy", y="mean_cost", hue="rules", ax=axes[0])
+axes[0].axhline(72.0, ls="--", lw=1, color="grey")
+axes[0].set_title("multi-region leaderboard: AvgCost over its scenarios", fontsize=10)
+sn = algos[(algos.bench == "skynomad") & (algos.x == 1.5) & algos.scenario.str.contains("+", regex=False)]
+sns.barplot(data=sn, x="policy", y="mean_cost", hue="rules", ax=axes[1])
+axes[1].axhline(547.0, ls="--", lw=1, color="grey")
+axes[1].axhline(SKYNOMAD_SHARED_SIX["SkyNomad"][0], ls=":", lw=1, color="grey")
+axes[1].set_title("SkyNomad, shared six zones, ratio 1.5 (dotted: SkyNomad)", fontsize=10)
+for ax in axes:
+    ax.set_ylabel("mean cost per job (USD)")
+    ax.tick_params(axis="x", rotation=20)
+fig.tight_layout()
+save(fig, algos, OUT.algorithms)
+plt.show()
+
+# %% [markdown]
 # ## What a job across zones costs
 #
 # On SkyNomad's shared six zones, ratio 1.5 unless swept: against the number of zones the job may use (the first k

@@ -89,6 +89,8 @@ POOLS: dict[str, list[tuple[str, dict[str, Any]]]] = {
     ],
     # markets across zones: the baselines across zones, then the one-zone rules (which stay in the first zone)
     "zones": [
+        ("chc_zones", {}),
+        ("prediction_free_zones", {}),
         ("up_failover", {}),
         ("up_probe", {}),
         ("up_probe_cost", {}),
@@ -316,13 +318,14 @@ class Select(OnlinePolicy):
                   across_zones: bool = False) -> int | None:
         """Index in `members` (default: the pool) of the member played in blind rounds and ties: the one named by
         `prefer` (a policy name or a member label); with "auto", the first CHC member, else uniform progress,
-        else none (a uniform draw); `across_zones` (a market of several zones), UP(S) before them.
-        Why UP(S) across zones: uniform progress's rule, which never gambles on spot, that also moves to the
-        cheapest zone with spot (every peer runs it), where a one-zone member is held to the first zone."""
+        else none (a uniform draw); `across_zones` (a market of several zones), A1 and A2 across zones, then UP(S),
+        before them. Why: as in one zone, the planner first; UP(S) is uniform progress's rule, which never gambles
+        on spot, that also moves to the cheapest zone with spot, where a one-zone member is held to the first zone."""
         if self.prefer is None:
             return None
         members = self.members() if members is None else members
-        auto = ("up_failover", "chc", "uniform_progress") if across_zones else ("chc", "uniform_progress")
+        auto = (("chc_zones", "prediction_free_zones", "up_failover", "chc", "uniform_progress") if across_zones
+                else ("chc", "uniform_progress"))
         wanted = auto if self.prefer == "auto" else (self.prefer,)
         for want in wanted:
             for i, (n, p) in enumerate(members):

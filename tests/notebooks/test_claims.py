@@ -60,7 +60,7 @@ def _selection(path, rounds=270, slope=0.31, regret=50.0):
 
 def test_missing_files_are_not_run(tmp_path):
     got = claims.evaluate(tmp_path)
-    assert [c.id for c in got] == ["1", "2", "2m", "3", "4", "5", "6", "7", "7m", "8", "8b", "8c", "Z1", "Z2", "C1",
+    assert [c.id for c in got] == ["1", "2", "2m", "3", "4", "5", "6", "7", "7m", "8", "8b", "8c", "Z1", "Z2", "Z3", "C1",
                                    "C2", "R1", "R2", "R3"]
     assert {c.verdict for c in got} == {"not run"}
 
@@ -176,7 +176,7 @@ def test_write_report(tmp_path):
     assert "[00_throughput_vs_gpus.png](00_throughput_vs_gpus.png)" in text
     assert "![" in text and "**deviates**" in text and "**not run**" in text
     rows = [ln for ln in text.splitlines() if ln.startswith("| ") and "**" in ln]
-    assert len(rows) == len(claims.CLAIMS) == 19 and all(ln.count(" | ") == 4 for ln in rows)
+    assert len(rows) == len(claims.CLAIMS) == 20 and all(ln.count(" | ") == 4 for ln in rows)
 
 
 def test_write_report_reads_log_and_full_mode(tmp_path):
@@ -209,7 +209,7 @@ def test_every_claim_survives_garbage(tmp_path, fn):
     for name in ("00_fits.csv", "02_best_models.csv", "03_key_numbers.csv", "04_utility_table.csv",
                  "05_best_cells.csv", "05_utility_heatmap.csv", "07_improvement.csv", "01b_crosscheck.csv",
                  "08_key_numbers.csv", "09_jct_by_source.csv", "01c_leaderboard.csv", "10_seed_claims.csv",
-                 "11_benchmarks.csv"):
+                 "11_benchmarks.csv", "11_one_zone.csv"):
         (tmp_path / name).write_text("a,b\n1,2\n")
     (tmp_path / "06_selection_summary.json").write_text("[1, 2")
     assert fn(tmp_path).verdict == "cannot compare"
@@ -383,3 +383,33 @@ def test_zone_claims(tmp_path):
     assert claims.zones_floor(tmp_path).verdict == "deviates" and claims.zones_peers(tmp_path).verdict == "deviates"
     _zone_benchmarks(tmp_path, one_zone=500.0)  # moving did not pay
     assert claims.zones_floor(tmp_path).verdict == "deviates"
+
+
+def test_the_zone_algorithms_claim_reads_each_bar(tmp_path):
+    """Z3 holds only where every bar does: the leaderboard's AvgCost, SkyNomad at both ratios, A3 against UP(S) and
+    the best one-zone UP, A1 on perfect forecasts against the optimum."""
+    from spotlab.experiments.multi_region import LEADERBOARD_SCENARIOS, SHARED_SIX
+
+    six = "+".join(SHARED_SIX)
+
+    def write(lb_cost, sky15, a3, a1):
+        rows = [{"bench": "leaderboard", "scenario": k, "x": 0.0, "rules": "leaderboard", "policy": "select",
+                 "windows": 8, "mean_cost": lb_cost, "deadlines_met": 1.0} for k in LEADERBOARD_SCENARIOS]
+        for x, cost in ((1.5, sky15), (1.2, 700.0)):
+            rows.append({"bench": "skynomad", "scenario": six, "x": x, "rules": "skynomad", "policy": "chc_zones",
+                         "windows": 6, "mean_cost": cost, "deadlines_met": 1.0})
+            for pol, cost2 in (("select", a3), ("up_failover", 600.0), ("optimal", 520.0), ("chc_zones_oracle", a1)):
+                rows.append({"bench": "skynomad", "scenario": six, "x": x, "rules": "spotlab", "policy": pol,
+                             "windows": 6, "mean_cost": cost2, "deadlines_met": 1.0})
+        pd.DataFrame(rows).to_csv(tmp_path / "11_benchmarks.csv", index=False)
+        one = [{"bench": "skynomad", "scenario": six, "x": x, "zone": z, "mean_cost": 580.0 + i}
+               for x in (1.5, 1.2) for i, z in enumerate(SHARED_SIX)]
+        pd.DataFrame(one).to_csv(tmp_path / "11_one_zone.csv", index=False)
+        return claims.zones_algorithms(tmp_path)
+
+    assert write(71.0, 540.0, 570.0, 530.0).verdict == "holds"
+    assert write(73.0, 540.0, 570.0, 530.0).verdict == "deviates"  # the leaderboard's bar
+    assert write(71.0, 560.0, 570.0, 530.0).verdict == "deviates"  # SkyNomad's
+    assert write(71.0, 540.0, 590.0, 530.0).verdict == "deviates"  # A3 above the best one-zone UP (580)
+    c = write(71.0, 540.0, 570.0, 560.0)  # A1 on perfect forecasts 7.7% above the optimum
+    assert c.verdict == "deviates" and "7.7%" in c.ours

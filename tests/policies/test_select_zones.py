@@ -173,16 +173,16 @@ def test_the_utility_range_holds_the_dearest_run_of_every_rule_set(rules):
         assert np.all(res.utility < forgot)
 
 
-def test_the_zones_pool_prefers_up_failover_across_zones_and_uniform_progress_in_one():
-    """Blind, A3 across zones plays UP(S): the baseline every peer runs, which moves to spot where a one-zone member
-    stays in the first zone; on one zone the pool's blind member is uniform progress, as before."""
+def test_the_zones_pool_prefers_a1_across_zones_and_uniform_progress_in_one():
+    """Blind, A3 across zones plays A1 across zones, as it plays CHC in one zone; on one zone the pool's blind member
+    is uniform progress, as before (the pool has no one-zone CHC)."""
     market = zoned_market([3, 4, 5], REGIONS[:3], 100.0, 1.0)
     job = make_job(8.0, 12.0)
     episodes = cut_windows(market, stride_hours=12.0, horizon_hours=12.0, history_hours=0, max_jobs=4)
     names = [n for n, _ in POOLS["zones"]]
     policy = make_policy("select", {"pool": "zones", "n_jobs": 1})
     simulate(policy, episodes, job, Semantics().settings)
-    assert names[int(np.argmax(policy.unwrapped.run_.probabilities[0]))] == "up_failover"
+    assert names[int(np.argmax(policy.unwrapped.run_.probabilities[0]))] == "chc_zones"
     one = ZonedEpisodes(episodes.zones[:1], episodes.names[:1], episodes.regions[:1])
     policy = make_policy("select", {"pool": "zones", "n_jobs": 1})
     simulate(policy, one, job, Semantics().settings)
