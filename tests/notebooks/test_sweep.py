@@ -18,7 +18,7 @@ import pytest
 
 from spotlab.errors import SweepError
 from spotlab.notebooks.sweep.grid import load_grid, point_hash
-from spotlab.notebooks.sweep.leases import CLAIM_FILE, holder_gone
+from spotlab.notebooks.backends.leases import CLAIM_FILE, holder_gone
 from spotlab.notebooks.sweep.point import KERNEL_LOG, prepare_notebook, run_point
 from spotlab.notebooks.sweep.record import RECORD_FILE
 from spotlab.notebooks.sweep.run import run_sweep
