@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import socket
 import sys
+import threading
 import uuid
 from collections.abc import Sequence
 
@@ -36,10 +37,22 @@ def connect(scheduler: str, error: type[SpotlabError] = SpotlabError):
             socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_S).close()
         except OSError as exc:
             raise error(f"cannot reach the Dask scheduler at {scheduler}: {exc or type(exc).__name__}") from None
-    try:
-        return Client(scheduler, timeout=f"{CONNECT_S:.0f}s")
-    except (OSError, TimeoutError, ValueError, TypeError) as exc:
-        raise error(f"cannot reach the Dask scheduler at {scheduler}: {exc or type(exc).__name__}") from None
+    got: dict = {}
+
+    def attempt() -> None:  # on a thread: a peer that accepts the connection but never answers must not hang us
+        try:
+            got["client"] = Client(scheduler, timeout=f"{CONNECT_S:.0f}s")
+        except BaseException as exc:  # e.g. a peer that is no Dask scheduler answers with bytes Dask misreads
+            got["error"] = exc
+
+    thread = threading.Thread(target=attempt, daemon=True, name="spotlab-dask-connect")
+    thread.start()
+    thread.join(CONNECT_S + 5.0)
+    if "client" in got:
+        return got["client"]
+    why = got.get("error")
+    why = f"{type(why).__name__}: {why}" if why is not None else f"no answer within {CONNECT_S + 5.0:.0f} s"
+    raise error(f"cannot reach the Dask scheduler at {scheduler} (is it one?): {' '.join(why.split())[:200]}")
 
 
 def worker_address() -> str | None:

@@ -1,6 +1,6 @@
-"""The local back end: tasks one after another in this process (`jobs=1`), or `jobs` at a time on threads
-(`threads=True`: for tasks that wait on a process of their own, such as a notebook's kernel) or in local worker
-processes (joblib).
+"""The local back end: tasks one after another in this process (`jobs=1`), or `jobs` at a time in local worker
+processes (joblib), or on `jobs` threads (`threads=True`: for tasks that wait on a process of their own, such as
+a notebook's kernel).
 
 Interrupted (Ctrl-C, SIGTERM), the tasks not started are dropped and the exception goes on (the command line
 then ends the processes started here, `processes.stop_children`). A worker process that dies takes the joblib
@@ -23,6 +23,9 @@ def _warn(text: str) -> None:
 def run_local(tasks: Sequence[Task], on_done: OnDone, jobs: int = 1, threads: bool = False,
               warn: Callable[[str], None] = _warn) -> None:
     """Run `tasks` here (`jobs` 1), on `jobs` threads or in `jobs` processes; `on_done` takes each outcome."""
+    if threads:  # also for one at a time: this thread stays free to take Ctrl-C
+        _on_threads(tasks, on_done, jobs)
+        return
     if jobs == 1 or len(tasks) <= 1:
         for t in tasks:
             try:
@@ -31,9 +34,6 @@ def run_local(tasks: Sequence[Task], on_done: OnDone, jobs: int = 1, threads: bo
                 result, error = None, exc
             if on_done(t.key, result, error):
                 return
-        return
-    if threads:
-        _on_threads(tasks, on_done, jobs)
         return
     from joblib import Parallel, delayed
     from joblib.externals.loky.process_executor import TerminatedWorkerError
