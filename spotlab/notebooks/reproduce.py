@@ -72,9 +72,10 @@ def run_notebook(src: Path, build: Path, out_dir: Path, quick: bool, extra: dict
         if progress is None:
             progress = sys.stderr.isatty()
         bar = {"desc": f"  {src.stem}", "leave": False, "file": sys.stderr, "dynamic_ncols": True} if progress else False
-        pm.execute_notebook(str(ipynb), str(ex_dir / f"{src.stem}.ipynb"), parameters=params, cwd=str(ROOT),
+        pm.execute_notebook(str(ipynb), str(ex_dir / f"{src.stem}.ipynb"), parameters=params,
                             kernel_name="python3", progress_bar=bar,
-                            kernel_manager_class=kernel_manager_logging_to(ex_dir / f"{src.stem}.kernel.log", threads))
+                            kernel_manager_class=kernel_manager_logging_to(ex_dir / f"{src.stem}.kernel.log", threads,
+                                                                           cwd=ROOT))
         seconds = time.perf_counter() - started
         done_marker.write_text(json.dumps({"params": params, "seconds": seconds, "where": where}))
     if html_dir is not None:

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from spotlab.notebooks.execute import ROOT
+
 NOTEBOOK = """# ---
 # jupyter:
 #   jupytext:
@@ -26,6 +28,7 @@ from pathlib import Path
 {body}
 Path(out_dir, "{name}.txt").write_text("{name}")
 Path(out_dir, "{name}.threads").write_text(os.environ.get("OMP_NUM_THREADS", "unset"))
+Path(out_dir, "{name}.cwd").write_text(os.getcwd())
 """
 
 
@@ -38,11 +41,14 @@ def test_two_notebooks_at_once(tmp_path):
     nbs.mkdir()
     for name in ("01_a", "02_b", "03_c"):
         _write(nbs, name)
-    cmd = [sys.executable, "-m", "spotlab", "reproduce", "--notebooks", str(nbs), "--out", str(tmp_path / "out"),
+    # a relative --out: papermill's change of the process's folder must not send the log and report elsewhere
+    cmd = [sys.executable, "-m", "spotlab", "reproduce", "--notebooks", str(nbs), "--out", "out",
            "--build", str(tmp_path / "build"), "--quick", "--jobs", "2", "--no-html", "--no-progress"]
-    run = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     assert sorted(p.name for p in (tmp_path / "out").glob("*.txt")) == ["01_a.txt", "02_b.txt", "03_c.txt"]
+    assert (tmp_path / "out" / "README.md").exists() and not (ROOT / "out").exists()
+    assert {p.read_text() for p in (tmp_path / "out").glob("*.cwd")} == {str(ROOT)}  # kernels run in the root
     log = json.loads((tmp_path / "out" / "reproduce_log.json").read_text())
     assert [r["notebook"] for r in log["notebooks"]] == ["01_a", "02_b", "03_c"]
     # side by side, each kernel's thread pools get its share of the cores (a variable set by the user stays)
@@ -50,7 +56,7 @@ def test_two_notebooks_at_once(tmp_path):
     assert {p.read_text() for p in (tmp_path / "out").glob("*.threads")} == {share}
 
     _write(nbs, "04_bad", body="raise ValueError('broken on purpose')")
-    run = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert run.returncode == 1
     assert "notebook 04_bad.py failed: ValueError: broken on purpose" in run.stderr
     # the notebook's message, not papermill's report of the cell's traceback (the executed copy keeps that)

@@ -98,8 +98,8 @@ def run_point(ipynb: str, params: dict[str, Any], key: str, point_dir: str, cwd:
         t0 = time.perf_counter()
         try:
             pm.execute_notebook(ipynb, str(folder / Path(ipynb).name), parameters={**params, "out_dir": str(folder)},
-                                cwd=cwd, kernel_name="python3", progress_bar=False, log_output=False,
-                                kernel_manager_class=kernel_manager_logging_to(folder / KERNEL_LOG))
+                                kernel_name="python3", progress_bar=False, log_output=False,
+                                kernel_manager_class=kernel_manager_logging_to(folder / KERNEL_LOG, cwd=cwd))
             record["results"] = _read_result(folder)
         except Exception as exc:  # the notebook's failure is this point's result, not the sweep's
             record.update(status="failed", error=error_line(exc), results={})
