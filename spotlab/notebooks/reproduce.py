@@ -21,6 +21,7 @@ import json
 import os
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 from ..errors import ExperimentError
@@ -228,8 +229,8 @@ def reproduce(args: argparse.Namespace) -> int:
                       for s in phase], scheduler, on_done, error=ExperimentError, name="notebook")
         elif phase:  # threads: each notebook runs in its own kernel process
             threads = kernel_threads(jobs, len(phase))
-            run_local([Task(s.stem, run_notebook, (s, build, out_dir, args.quick, None, args.force, cell_bars,
-                                                   html_dir, threads)) for s in phase], on_done, jobs, threads=True)
+            one = partial(run_notebook, force=args.force, progress=cell_bars, html_dir=html_dir, threads=threads)
+            run_local([Task(s.stem, one, (s, build, out_dir, args.quick)) for s in phase], on_done, jobs, threads=True)
         phase_s.append(time.perf_counter() - started)
         if failed is not None:
             break
