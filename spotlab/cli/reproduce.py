@@ -1,6 +1,6 @@
 """`spotlab reproduce`: execute every notebook with papermill and write the figures, the data behind them and the
 claims report (`spotlab.notebooks.reproduce`); what `make reproduce` runs. Resumable: a notebook that ran with the
-same source and parameters is not run again."""
+same source and parameters is not run again. Local kernels (`--jobs`) or a Dask cluster (`--scheduler`)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ def register(commands: Any) -> None:
                             description="Execute every notebook of NOTEBOOKS (jupytext .py files) with papermill into "
                                         "BUILD/executed, never in place, writing figures and data to OUT and the claims "
                                         "report OUT/README.md. A notebook that already ran with the same source and "
-                                        "parameters is skipped, so an interrupted run resumes.")
+                                        "parameters is skipped, so an interrupted run resumes. With --scheduler each notebook is a task "
+                                        "on a Dask distributed cluster (as the points of `spotlab sweep` are).")
     r.add_argument("--notebooks", default=str(ROOT / "notebooks"), help="folder of the notebooks (default notebooks/)")
     r.add_argument("--out", default=str(ROOT / "paper_figures"), help="figures, data and report (default paper_figures/)")
     r.add_argument("--build", default=str(ROOT / "build"), help="converted and executed notebooks (default build/)")
