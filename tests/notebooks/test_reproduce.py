@@ -253,6 +253,12 @@ def test_a_cluster_run_resumes_after_a_killed_worker_and_a_killed_client(tmp_pat
         pids = [p for proc in cluster.procs.values() for p in descendants(proc.pid)]
         return [p for p in pids if b"ipykernel" in _cmdline(p)]
 
+    # 3. a notebook that fails on a worker is named with its own error, as in a local run
+    (nbs / "07_bad.py").write_text(SLEEPY.format(name="07_bad", sleep="0)\nraise ValueError('broken on purpose'"))
+    bad = _reproduce(*args)
+    stdout, stderr = bad.communicate(timeout=120)
+    assert bad.returncode == 1 and "notebook 07_bad.py failed: ValueError: broken on purpose" in stderr, stderr
+
     import time
 
     deadline = time.monotonic() + 30
