@@ -5,6 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 QUICK  ?= 0
 JOBS   ?= 2
+SCHEDULER ?=
 
 # JupyterLab of this venv opens the jupytext notebooks (notebooks/*.py) as notebooks on a double click, and
 # its contents manager (spotlab.notebooks.lab) keeps a notebook unmodified when its kernel starts
@@ -14,7 +15,8 @@ SERVER_CONFIG := $(VENV)/etc/jupyter/jupyter_server_config.json
 .PHONY: setup reproduce test test-fast bench lab clean help
 
 help:
-	@echo "make reproduce   set up .venv, execute every notebook with papermill, write paper_figures/ (QUICK=1: a first look)"
+	@echo "make reproduce   set up .venv, execute every notebook with papermill, write paper_figures/ (QUICK=1: a first look;"
+	@echo "                 SCHEDULER=tcp://HOST:PORT: each notebook a task on that Dask cluster, which sees this folder)"
 	@echo "make test        set up .venv and run the test suite"
 	@echo "make bench       run the benchmarks in benchmarks/"
 	@echo "make lab         start JupyterLab on the notebooks (a .py in notebooks/ opens as a notebook)"
@@ -39,7 +41,7 @@ lab: setup
 	$(VENV)/bin/jupyter lab --ServerApp.root_dir=. $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 reproduce: setup
-	$(PY) -m spotlab reproduce --out paper_figures --build build --jobs $(JOBS) $(if $(filter 1,$(QUICK)),--quick,)
+	$(PY) -m spotlab reproduce --out paper_figures --build build $(if $(SCHEDULER),--scheduler $(SCHEDULER),--jobs $(JOBS)) $(if $(filter 1,$(QUICK)),--quick,)
 
 test: setup
 	$(PY) -m pytest -q -n $(JOBS) -p no:cacheprovider

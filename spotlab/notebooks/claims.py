@@ -1038,7 +1038,7 @@ def _cell(text: str) -> str:
 
 
 def _timing(log: dict | None) -> str:
-    if not log:
+    if not log or not isinstance(log, dict):
         return "No reproduce_log.json: the notebooks' wall time is unknown."
     recs = log.get("notebooks") or []
     if recs and all("execution_seconds" in r for r in recs):
@@ -1052,6 +1052,32 @@ def _timing(log: dict | None) -> str:
         s += (f" ({len(ran)} ran: " + (", ".join(f"{r['notebook']} {float(r.get('seconds', 0)):.0f} s" for r in ran)
                                        or "none") + f"; {len(cached)} cached from an earlier call)")
     return s + "."
+
+
+STATUS = {"ran": "ran in this call", "cached": "already ran (same source and parameters)",
+          "earlier call": "ran in an earlier call"}
+
+
+def _timing_table(log: dict | None) -> list[str]:
+    """One row per notebook: the wall time of the execution that wrote its files, where it ran (this machine or
+    a Dask worker's address) and whether this call ran it. Empty without a log."""
+    if not isinstance(log, dict):
+        return []
+    recs = [r for r in log.get("notebooks") or [] if isinstance(r, dict) and "notebook" in r]
+    if not recs:
+        return []
+    lines = ["", "## How long each notebook took", "",
+             "Wall time of each notebook's execution that wrote the files above"
+             + (f"; this call ran on the Dask cluster at `{log['scheduler']}`" if log.get("scheduler") else "")
+             + ".", "", "| notebook | seconds | where | status |", "|---|---:|---|---|"]
+    total = 0.0
+    for r in sorted(recs, key=lambda r: r["notebook"]):
+        seconds = float(r.get("execution_seconds", r.get("seconds", 0.0)))
+        total += seconds
+        status = STATUS.get(str(r.get("status")), str(r.get("status", "")))
+        lines.append(f"| {_cell(r['notebook'])} | {seconds:.1f} | {_cell(r.get('where', 'local'))} | {status} |")
+    lines.append(f"| all | {total:.1f} | | {len(recs)} notebooks |")
+    return lines
 
 
 def write_report(out_dir: str | Path, quick: bool, log: dict | None = None) -> Path:
@@ -1081,6 +1107,7 @@ def write_report(out_dir: str | Path, quick: bool, log: dict | None = None) -> P
                   f"*Paper:* {c.paper}", "", f"*Ours:* {c.ours}", "", c.detail]
         if (out / c.figure).is_file():
             lines += ["", f"![{c.title}]({c.figure})"]
+    lines += _timing_table(log)
     path = out / "README.md"
     path.write_text("\n".join(lines) + "\n")
     return path

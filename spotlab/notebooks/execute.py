@@ -16,8 +16,12 @@ ROOT = Path(__file__).resolve().parents[2]
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
-def kernel_manager_logging_to(log: Path, threads: int | None = None) -> type:
-    """A kernel manager whose kernel writes its process-level stdout/stderr to `log`.
+def kernel_manager_logging_to(log: Path, threads: int | None = None, cwd: str | Path | None = None) -> type:
+    """A kernel manager whose kernel writes its process-level stdout/stderr to `log`, started in `cwd`.
+
+    The kernel gets its folder here, not from papermill's `cwd`: papermill changes the whole process's folder
+    for the run, and notebooks run at once on threads (`reproduce --jobs 2`) restored each other's, leaving
+    the process in the wrong folder and a relative `--out` written there.
 
     With `threads`, the kernel's numerical libraries use at most that many threads (a variable the user set
     stays as set): notebooks run side by side on as many cores otherwise each start a thread per core, and on
@@ -32,6 +36,8 @@ def kernel_manager_logging_to(log: Path, threads: int | None = None) -> type:
 
     class PointKernelManager(AsyncKernelManager):
         async def _async_launch_kernel(self, kernel_cmd: list[str], **kw: Any) -> None:
+            if cwd is not None:
+                kw["cwd"] = str(cwd)
             if threads is not None:
                 env = kw.setdefault("env", dict(os.environ))
                 for var in THREAD_VARIABLES:

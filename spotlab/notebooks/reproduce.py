@@ -5,6 +5,12 @@ converted to an .ipynb in `build/notebooks/`, executed by papermill into `build/
 parameters `out_dir` (figures + data) and `quick`, and never executed in place. A notebook that
 already ran with the same source and parameters is skipped unless `--force`, so an interrupted
 reproduction resumes where it stopped.
+
+Where: `jobs` notebooks at a time on local threads (each notebook runs in its own kernel process), or each
+notebook a task on a Dask distributed cluster (`scheduler`, the back ends `spotlab sweep` uses too,
+`backends/`); the workers must see the notebooks, `build` and `out` at the same paths. A notebook holds a
+lease while it runs (`build/executed/NAME.claim`), so a rerun while an interrupted run's notebook still runs on
+a worker waits for it instead of running it beside it. Each record says where its notebook ran.
 """
 
 from __future__ import annotations
@@ -15,10 +21,14 @@ import json
 import os
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from functools import partial
 from pathlib import Path
 
 from ..errors import ExperimentError
+from .backends.dask_cluster import run_dask, worker_address
+from .backends.leases import lease
+from .backends.local import run_local
+from .backends.task import Task
 from .execute import ROOT, error_line, kernel_manager_logging_to
 
 
@@ -44,28 +54,59 @@ def run_notebook(src: Path, build: Path, out_dir: Path, quick: bool, extra: dict
     nb_dir.mkdir(parents=True, exist_ok=True)
     ex_dir.mkdir(parents=True, exist_ok=True)
     done_marker = ex_dir / f"{src.stem}.{key}.done"
-    if done_marker.exists() and not force:
-        try:  # the wall time of the execution whose outputs are in out_dir
-            ran_s = float(json.loads(done_marker.read_text()).get("seconds", 0.0))
-        except (OSError, ValueError, AttributeError):
-            ran_s = 0.0
-        if html_dir is not None and not (html_dir / f"{src.stem}.html").exists():
-            write_html(ex_dir / f"{src.stem}.ipynb", html_dir)
-        return {"notebook": src.stem, "status": "cached", "seconds": 0.0, "execution_seconds": round(ran_s, 1)}
-    ipynb = nb_dir / f"{src.stem}.ipynb"
-    jupytext.write(jupytext.read(src), ipynb)
-    started = time.perf_counter()
-    if progress is None:
-        progress = sys.stderr.isatty()
-    bar = {"desc": f"  {src.stem}", "leave": False, "file": sys.stderr, "dynamic_ncols": True} if progress else False
-    pm.execute_notebook(str(ipynb), str(ex_dir / f"{src.stem}.ipynb"), parameters=params, cwd=str(ROOT),
-                        kernel_name="python3", progress_bar=bar,
-                        kernel_manager_class=kernel_manager_logging_to(ex_dir / f"{src.stem}.kernel.log", threads))
-    seconds = time.perf_counter() - started
-    done_marker.write_text(json.dumps({"params": params, "seconds": seconds}))
+    where = worker_address() or "local"
+    started_at = time.time()
+
+    def settled() -> bool:  # ran already (with `force`: in another attempt that finished after this one began)
+        try:
+            mtime = done_marker.stat().st_mtime
+        except FileNotFoundError:
+            return False
+        return not force or mtime >= started_at
+
+    with lease(ex_dir / f"{src.stem}.claim", settled) as token:
+        if token is None:
+            return _cached(src, done_marker, ex_dir, html_dir)
+        ipynb = nb_dir / f"{src.stem}.ipynb"
+        jupytext.write(jupytext.read(src), ipynb)
+        started = time.perf_counter()
+        if progress is None:
+            progress = sys.stderr.isatty()
+        bar = {"desc": f"  {src.stem}", "leave": False, "file": sys.stderr, "dynamic_ncols": True} if progress else False
+        pm.execute_notebook(str(ipynb), str(ex_dir / f"{src.stem}.ipynb"), parameters=params,
+                            kernel_name="python3", progress_bar=bar,
+                            kernel_manager_class=kernel_manager_logging_to(ex_dir / f"{src.stem}.kernel.log", threads,
+                                                                           cwd=ROOT))
+        seconds = time.perf_counter() - started
+        done_marker.write_text(json.dumps({"params": params, "seconds": seconds, "where": where}))
     if html_dir is not None:
         write_html(ex_dir / f"{src.stem}.ipynb", html_dir)
-    return {"notebook": src.stem, "status": "ran", "seconds": round(seconds, 1), "execution_seconds": round(seconds, 1)}
+    return {"notebook": src.stem, "status": "ran", "seconds": round(seconds, 1), "execution_seconds": round(seconds, 1),
+            "where": where}
+
+
+def _cached(src: Path, done_marker: Path, ex_dir: Path, html_dir: Path | None) -> dict:
+    """The record of a notebook that already ran with these source and parameters (its outputs are in out_dir)."""
+    try:  # the wall time and place of the execution whose outputs are in out_dir
+        marker = json.loads(done_marker.read_text())
+        ran_s, where = float(marker.get("seconds", 0.0)), str(marker.get("where", "local"))
+    except (OSError, ValueError, AttributeError, TypeError):
+        ran_s, where = 0.0, "local"
+    if html_dir is not None and not (html_dir / f"{src.stem}.html").exists():
+        write_html(ex_dir / f"{src.stem}.ipynb", html_dir)
+    return {"notebook": src.stem, "status": "cached", "seconds": 0.0, "execution_seconds": round(ran_s, 1),
+            "where": where}
+
+
+def run_notebook_on_worker(src: Path, build: Path, out_dir: Path, quick: bool, force: bool,
+                           html_dir: Path | None) -> dict:
+    """`run_notebook` as a Dask task: the kernel's thread pools share the worker machine's cores with the
+    worker's other task slots (`kernel_threads`)."""
+    from distributed import get_worker
+
+    slots = int(getattr(get_worker(), "nthreads", 1) or 1)
+    return run_notebook(src, build, out_dir, quick, force=force, progress=False, html_dir=html_dir,
+                        threads=kernel_threads(slots, slots))
 
 
 def kernel_threads(jobs: int, notebooks: int, cores: int | None = None) -> int | None:
@@ -156,43 +197,43 @@ def reproduce(args: argparse.Namespace) -> int:
     log = []
     started = time.perf_counter()
     html_dir = None if args.no_html else out_dir  # next to the figures and the claims report
+    scheduler = getattr(args, "scheduler", None)
+    jobs = args.jobs or 1
     bar = tqdm(total=len(sources), desc="notebooks", unit="nb", file=sys.stderr,
                disable=None if args.progress is None else not args.progress)
-    cell_bars = args.progress if args.jobs == 1 else False  # one cell bar at a time on a terminal
-
-    def one(src: Path, threads: int | None) -> dict:
-        return run_notebook(src, build, out_dir, args.quick, force=args.force, progress=cell_bars, html_dir=html_dir,
-                            threads=threads)
-
+    cell_bars = args.progress if jobs == 1 and scheduler is None else False  # one cell bar at a time on a terminal
+    by_stem = {s.stem: s for s in sources}
     failed = None
-    pool = ThreadPoolExecutor(max_workers=args.jobs)  # threads: each notebook runs in its own kernel process
+
+    def on_done(stem: str, rec: dict | None, exc: BaseException | None) -> bool:
+        """Keep a notebook's record; a failure stops the run (nothing new starts, the running ones finish)."""
+        nonlocal failed
+        bar.update(1)
+        if exc is None:
+            log.append(rec)
+            return False
+        if getattr(exc, "ename", None) == "KeyboardInterrupt":  # Ctrl-C reached the kernel first
+            raise KeyboardInterrupt from None
+        if failed is None:
+            failed = (by_stem[stem], exc)
+        return True
+
     last = () if args.quick else RUN_LAST  # quick runs are short: two at a time throughout is faster
     first = _longest_first([s for s in sources if s.stem not in last], out_dir / "reproduce_log.json", args.quick)
     phases = [first, [s for s in sources if s.stem in last]]
     phase_s: list[float] = []
-    try:
-        for phase in phases:
-            threads = kernel_threads(args.jobs, len(phase))
-            futures = {pool.submit(one, src, threads): src for src in phase}
-            for fut in as_completed(futures):
-                src = futures[fut]
-                try:
-                    log.append(fut.result())
-                except Exception as exc:  # report which notebook failed and where its output is
-                    if getattr(exc, "ename", None) == "KeyboardInterrupt":  # Ctrl-C reached the kernel first
-                        raise KeyboardInterrupt from None
-                    if failed is None:
-                        failed = (src, exc)
-                        for other in futures:
-                            other.cancel()  # nothing new starts; the ones running finish
-                bar.update(1)
-            phase_s.append(time.perf_counter() - started)
-            if failed is not None:
-                break
-    except KeyboardInterrupt:
-        pool.shutdown(wait=False, cancel_futures=True)  # the caller stops the kernels
-        raise
-    pool.shutdown(wait=True)
+    for phase in phases:
+        if scheduler is not None and phase:  # each notebook a task on the cluster, longest first; absolute paths
+            run_dask([Task(s.stem, run_notebook_on_worker, (s.resolve(), build.resolve(), out_dir.resolve(),
+                                                            args.quick, args.force, html_dir and html_dir.resolve()))
+                      for s in phase], scheduler, on_done, error=ExperimentError, name="notebook")
+        elif phase:  # threads: each notebook runs in its own kernel process
+            threads = kernel_threads(jobs, len(phase))
+            one = partial(run_notebook, force=args.force, progress=cell_bars, html_dir=html_dir, threads=threads)
+            run_local([Task(s.stem, one, (s, build, out_dir, args.quick)) for s in phase], on_done, jobs, threads=True)
+        phase_s.append(time.perf_counter() - started)
+        if failed is not None:
+            break
     bar.close()
     if failed is not None:
         src, exc = failed
@@ -206,8 +247,10 @@ def reproduce(args: argparse.Namespace) -> int:
     if phases[1] and phases[0]:  # wall time until every notebook but those run last had finished
         merged["seconds_before_" + "_".join(s.stem for s in phases[1])] = round(phase_s[0], 1)
     (out_dir / "reproduce_log.json").write_text(json.dumps(merged, indent=2))
+    if scheduler is not None:
+        merged["scheduler"] = scheduler
     for rec in log:
-        print(f"{rec['notebook']:40s} {rec['status']:7s} {rec['seconds']:8.1f} s")
+        print(f"{rec['notebook']:40s} {rec['status']:7s} {rec['seconds']:8.1f} s  {rec.get('where', 'local')}")
     if phases[1] and phases[0]:
         print(f"the paper's notebooks took {phase_s[0]:.0f} s; then {', '.join(s.stem for s in phases[1])} "
               f"{total - phase_s[0]:.0f} s")

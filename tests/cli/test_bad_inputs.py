@@ -340,6 +340,12 @@ CASES = [
     (["sweep", "{d}/tidy.csv", "--grid", "{d}/g_ok.yaml", "--out", "{d}/sw"], "must be a jupytext percent .py file"),
     (["reproduce", "--jobs", "0"], "must be >= 1"),
     (["reproduce", "--only", "zz", "--out", "{d}/rep", "--build", "{d}/repb"], "whose names start with zz"),
+    (["reproduce", "--jobs", "2", "--scheduler", "tcp://127.0.0.1:1", "--out", "{d}/rep", "--build", "{d}/repb"],
+     "not both"),
+    (["reproduce", "--scheduler", "nope", "--only", "00", "--out", "{d}/rep", "--build", "{d}/repb"],
+     "should look like tcp://HOST:PORT"),
+    (["reproduce", "--scheduler", "tcp://127.0.0.1:1", "--only", "00", "--out", "{d}/rep", "--build", "{d}/repb"],
+     "cannot reach the Dask scheduler at tcp://127.0.0.1:1"),
     # ---------------------------------------------------------------- cotune
     (["cotune", "configs", "--objective", "fewest_gpus"], "--objective is what --recommend optimises"),
     (["cotune", "configs", "--runs", "{d}/r_bad.csv", "--n-runs", "100"], "give either --runs"),

@@ -9,11 +9,9 @@ Dask worker, and an attempt at a point another attempt already finished returns 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import socket
-import threading
 import time
 import uuid
 from pathlib import Path
@@ -22,7 +20,7 @@ from typing import Any
 from ...errors import SweepError
 from ...input_paths import input_file
 from ..execute import error_line, kernel_manager_logging_to
-from .leases import CLAIM_FILE, break_dead_claim, heartbeat, try_claim
+from ..backends.leases import CLAIM_FILE, lease
 from .record import RECORD_FILE, read_record, utc_now, write_json_atomic
 
 NOTEBOOK = "a notebook (jupytext percent .py or .ipynb)"
@@ -83,29 +81,16 @@ def run_point(ipynb: str, params: dict[str, Any], key: str, point_dir: str, cwd:
 
     folder = Path(point_dir)
     folder.mkdir(parents=True, exist_ok=True)
-    claim = folder / CLAIM_FILE
-    token = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex}"
     first = read_record(folder)
     to_retry = first if first and first["status"] == "failed" and retry_failed else None
 
-    def settled(rec: dict | None) -> bool:  # done, or failed in another attempt than the one to retry
+    def settled() -> bool:  # done, or failed in another attempt than the one to retry
+        rec = read_record(folder)
         return bool(rec) and (rec["status"] == "done" or to_retry is None or rec != to_retry)
 
-    while True:
-        rec = read_record(folder)
-        if settled(rec):
-            return {"record": rec, "ran": False}
-        if try_claim(claim, token):
-            break
-        break_dead_claim(claim)
-        time.sleep(0.25)
-    stop = threading.Event()
-    beat = threading.Thread(target=heartbeat, args=(claim, stop), daemon=True)
-    beat.start()
-    try:
-        rec = read_record(folder)  # finished between our last look and the claim
-        if settled(rec):
-            return {"record": rec, "ran": False}
+    with lease(folder / CLAIM_FILE, settled) as token:
+        if token is None:
+            return {"record": read_record(folder), "ran": False}
         (folder / RESULT_FILE).unlink(missing_ok=True)  # an earlier attempt's result must not leak in
         record: dict[str, Any] = {"hash": key, "params": params, "status": "done", "error": None,
                                   "notebook": Path(ipynb).stem, "host": socket.gethostname(),
@@ -113,17 +98,11 @@ def run_point(ipynb: str, params: dict[str, Any], key: str, point_dir: str, cwd:
         t0 = time.perf_counter()
         try:
             pm.execute_notebook(ipynb, str(folder / Path(ipynb).name), parameters={**params, "out_dir": str(folder)},
-                                cwd=cwd, kernel_name="python3", progress_bar=False, log_output=False,
-                                kernel_manager_class=kernel_manager_logging_to(folder / KERNEL_LOG))
+                                kernel_name="python3", progress_bar=False, log_output=False,
+                                kernel_manager_class=kernel_manager_logging_to(folder / KERNEL_LOG, cwd=cwd))
             record["results"] = _read_result(folder)
         except Exception as exc:  # the notebook's failure is this point's result, not the sweep's
             record.update(status="failed", error=error_line(exc), results={})
         record.update(seconds=round(time.perf_counter() - t0, 3), finished=utc_now())
         write_json_atomic(folder / RECORD_FILE, record)
         return {"record": record, "ran": True}
-    finally:
-        stop.set()
-        beat.join()
-        with contextlib.suppress(OSError):
-            if claim.read_text() == token:
-                claim.unlink()

@@ -19,8 +19,8 @@ record. While an attempt runs it holds the point's lease (`leases.py`): a second
 rather than running the point beside it, so a point is never executed twice unless its first attempt
 died before finishing.
 
-Where points run: one at a time or in local processes (`local.py`), or on a Dask distributed cluster
-(`dask_backend.py`). All of them share nothing but the output folder: every worker writes its own
+Where points run: one at a time or in local processes, or on a Dask distributed cluster (the back ends
+`reproduce` uses too, `notebooks/backends/`). All of them share nothing but the output folder: every worker writes its own
 points' records there (on a cluster, a filesystem all workers see at the same path), and the sweep's
 process reads them (it writes one itself only for a point whose task the cluster gave up on, so that
 the point shows as failed). The progress bar counts the cells of running points (`progress.py`).
@@ -39,10 +39,11 @@ import pandas as pd
 from ...errors import SweepError
 from ...input_paths import input_file
 from ..execute import ROOT, error_line
-from .dask_backend import run_dask
+from ..backends.dask_cluster import run_dask
+from ..backends.local import run_local
+from ..backends.task import Task
 from .grid import Grid, check_against_notebook, grid_from_mapping, load_grid, point_hash
-from .local import run_local
-from .point import NOTEBOOK, prepare_notebook
+from .point import NOTEBOOK, prepare_notebook, run_point
 from .progress import CellProgress
 from .record import RECORD_FILE, read_record, utc_now, write_json_atomic
 from .table import check_table_path, collect_table, write_table
@@ -129,6 +130,10 @@ def run_sweep(notebook: str | Path, grid: Grid | Mapping | str | Path, out_dir: 
     failed_now = 0
 
     def on_done(key: str, outcome: dict | None, exc: BaseException | None = None) -> None:
+        record_outcome(key, outcome, exc)
+        bar.update()
+
+    def record_outcome(key: str, outcome: dict | None, exc: BaseException | None) -> None:
         nonlocal ran, skipped, failed_now
         if outcome is None:
             folder = out / "points" / key
@@ -149,16 +154,17 @@ def run_sweep(notebook: str | Path, grid: Grid | Mapping | str | Path, out_dir: 
         bar.set_postfix(failed=failed_now, refresh=False)
 
     todo_params = dict(todo)
-    args = (str(ipynb), out, str(ROOT), retry_failed)
+    tasks = [Task(key, run_point, (str(ipynb), params, key, str(out / "points" / key), str(ROOT), retry_failed))
+             for key, params in todo]
     with tqdm_bar(total=len(todo), desc="sweep", unit="pt", enabled=progress if todo else False,
               bar_format="{l_bar}{bar}| {n:.1f}/{total} points [{elapsed}<{remaining}{postfix}]") as tq:
         bar = CellProgress(tq, out, Path(ipynb).stem, [k for k, _ in todo])
         try:
             if todo:
                 if scheduler is not None:
-                    run_dask(todo, args, scheduler, retries, bar, on_done)
+                    run_dask(tasks, scheduler, on_done, retries=retries, error=SweepError, name="sweep-point")
                 else:
-                    run_local(todo, args, jobs, bar, on_done)
+                    run_local(tasks, on_done, jobs, warn=bar.write)
         finally:
             bar.close()
 

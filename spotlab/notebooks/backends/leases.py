@@ -1,10 +1,10 @@
-"""Who runs a point: a lease (the `claim` file in the point's folder) held by one attempt at a time.
+"""Who runs a task: a lease (a `claim` file: a sweep point's, a notebook's in `reproduce`) held by one attempt at a time.
 
-While a point runs, its folder holds a `claim` file (host, pid, attempt) touched every `HEARTBEAT_S`
-seconds. A second attempt at the same point (a rescheduled Dask task, or an overlapping run of the sweep)
+While a task runs, its claim file (host, pid, attempt) is touched every `HEARTBEAT_S`
+seconds. A second attempt at the same task (a rescheduled Dask task, or an overlapping run of the sweep)
 waits until that claim is released or its owner is dead: a process of the same hostname that is gone, or a
 claim untouched for `STALE_S` seconds (ages read on the filesystem's clock, as hosts sharing a disk may
-disagree on the time). So a point is never executed twice unless its first attempt died before finishing.
+disagree on the time). So a task is never executed twice unless its first attempt died before finishing.
 Claims are taken with an exclusive create and broken with a rename, so of several waiters exactly one wins.
 """
 
@@ -14,11 +14,13 @@ import contextlib
 import os
 import socket
 import threading
+import time
 import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 CLAIM_FILE = "claim"
-HEARTBEAT_S = 1.0  # how often a running point touches its claim
+HEARTBEAT_S = 1.0  # how often a running task touches its claim
 STALE_S = 10.0  # a claim untouched this long belongs to a dead attempt
 
 
@@ -81,14 +83,40 @@ def break_dead_claim(claim: Path) -> None:
         os.rename(claim, grave)  # of several waiters, one wins
     except FileNotFoundError:
         return
-    if grave.read_text() != token:  # a live attempt claimed the point meanwhile: give its claim back
+    if grave.read_text() != token:  # a live attempt claimed the task meanwhile: give its claim back
         with contextlib.suppress(FileExistsError):
             os.link(grave, claim)
     grave.unlink(missing_ok=True)
 
 
 def heartbeat(claim: Path, stop: threading.Event) -> None:
-    """Touch the claim every `HEARTBEAT_S` seconds until `stop` is set (run on a thread beside the point)."""
+    """Touch the claim every `HEARTBEAT_S` seconds until `stop` is set (run on a thread beside the task)."""
     while not stop.wait(HEARTBEAT_S):
         with contextlib.suppress(OSError):
             os.utime(claim)
+
+
+@contextlib.contextmanager
+def lease(claim: Path, settled: Callable[[], bool]) -> Iterator[str | None]:
+    """Hold the claim `claim` for the body, heart-beating: yields this attempt's token (host:pid:id), or None
+    (the claim not held) when `settled()` (the task finished in another attempt) became true meanwhile."""
+    token = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex}"
+    while True:
+        if settled():
+            yield None
+            return
+        if try_claim(claim, token):
+            break
+        break_dead_claim(claim)
+        time.sleep(0.25)
+    stop = threading.Event()
+    beat = threading.Thread(target=heartbeat, args=(claim, stop), daemon=True)
+    beat.start()
+    try:
+        yield None if settled() else token  # it may have finished between the last look and the claim
+    finally:
+        stop.set()
+        beat.join()
+        with contextlib.suppress(OSError):
+            if claim.read_text() == token:
+                claim.unlink()
