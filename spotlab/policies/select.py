@@ -318,13 +318,14 @@ class Select(OnlinePolicy):
                   across_zones: bool = False) -> int | None:
         """Index in `members` (default: the pool) of the member played in blind rounds and ties: the one named by
         `prefer` (a policy name or a member label); with "auto", the first CHC member, else uniform progress,
-        else none (a uniform draw); `across_zones` (a market of several zones), A1 and A2 across zones, then UP(S),
-        before them. Why: as in one zone, the planner first; UP(S) is uniform progress's rule, which never gambles
-        on spot, that also moves to the cheapest zone with spot, where a one-zone member is held to the first zone."""
+        else none (a uniform draw); `across_zones` (a market of several zones), A1 across zones, then UP(S), then
+        A2 across zones, before them. Why: as in one zone, the planner first; then UP(S), uniform progress's rule,
+        which never gambles on spot and moves to the cheapest zone with spot under any rules, where A2's age rule
+        is blind to other zones' spells unless the rules show them (docs/decisions/zone-policies.md)."""
         if self.prefer is None:
             return None
         members = self.members() if members is None else members
-        auto = (("chc_zones", "prediction_free_zones", "up_failover", "chc", "uniform_progress") if across_zones
+        auto = (("chc_zones", "up_failover", "prediction_free_zones", "chc", "uniform_progress") if across_zones
                 else ("chc", "uniform_progress"))
         wanted = auto if self.prefer == "auto" else (self.prefer,)
         for want in wanted:
