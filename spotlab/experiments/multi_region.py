@@ -60,13 +60,14 @@ def _cell(study: str, bench: str, scenario: str, rules: str, policy: str, x: flo
 def plan(quick: bool = False) -> list[Cell]:
     """Every cell of the notebook: the benchmarks (each scenario under its own rules and spotlab's, SkyNomad's
     one-zone UP per zone) and the sweeps on SkyNomad's shared six zones (ratio 1.5 unless swept). Quick: two
-    windows of two leaderboard scenarios and of SkyNomad's, and the sweeps' ends."""
+    windows of two leaderboard scenarios (A1 on SkyNomad's only) and of SkyNomad's, and the sweeps' ends."""
     windows = (0, 1) if quick else None
     cells = []
     keys = ("2_zones_same_region", "all_9_regions") if quick else tuple(LEADERBOARD_SCENARIOS)
     for key in keys:
         for rules in ("leaderboard", "spotlab"):
-            for policy in LEADERBOARD_POLICIES + (("chc_zones",) if rules == "leaderboard" else ()):
+            a1 = ("chc_zones",) if rules == "leaderboard" and not quick else ()  # quick: A1 on SkyNomad's only
+            for policy in LEADERBOARD_POLICIES + a1:
                 cells.append(_cell("benchmark", "leaderboard", key, rules, policy, 0.0, windows=windows))
         for zone in LEADERBOARD_SCENARIOS[key][0]:  # the best one-zone uniform progress, under spotlab's rules
             cells.append(_cell("one_zone", "leaderboard", key, "spotlab", "uniform_progress", 0.0, zone=zone,
