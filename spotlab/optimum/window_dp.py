@@ -190,23 +190,32 @@ class Moves:
 
 class Workspace:
     """The arrays of the backward pass, kept between solves of the same size (fresh arrays of this size cost a
-    page fault per 4 KiB at every use, more than the arithmetic on them). Per move kind (a change of allocation,
-    then keeping one with each pending value), table (guide, upper), level and allocation: whether the slot
-    finishes the job, the work left after it, the share of a finishing slot left unused (else 0) and the flat
-    index of the next slot's table entry the move leads to."""
+    page fault per 4 KiB at every use, more than the arithmetic on them), for up to `n` levels; `use(m)` lays the
+    first m levels out contiguously (the band a solve computes). Per move kind (a change of allocation, then
+    keeping one with each pending value), table (guide, upper), level and allocation: whether the slot finishes
+    the job, the work left after it, the share of a finishing slot left unused (else 0) and the flat index of the
+    next slot's table entry the move leads to."""
 
     def __init__(self, T: int, n: int, K: int, P: int):
         S = 1 + K * P
         self.shape = (T, n, K, P)
-        self.tables = np.empty((T + 1, 2, n, S))  # value from the start of slot t on: (table, level, state)
         kinds = 1 + P  # a change, then keeping with each pending value
-        self.finishes = np.empty((kinds, 2, n, K), dtype=bool)
-        self.left_after = np.empty((kinds, 2, n, K))
-        self.unused = np.empty((kinds, 2, n, K))
-        self.index = np.empty((kinds, 2, n, K), dtype=np.int64)
+        self._buffers = {"tables": (np.empty((T + 1) * 2 * n * S), (T + 1, 2), S),
+                         "finishes": (np.empty(kinds * 2 * n * K, dtype=bool), (kinds, 2), K),
+                         "left_after": (np.empty(kinds * 2 * n * K), (kinds, 2), K),
+                         "unused": (np.empty(kinds * 2 * n * K), (kinds, 2), K),
+                         "index": (np.empty(kinds * 2 * n * K, dtype=np.int64), (kinds, 2), K)}
         self.values = np.empty((kinds, 2 * n * K))
         self.scratch = np.empty((3, 2 * n * K))
         self.bad = np.empty(2 * n * K, dtype=bool)
+        self.use(n)
+
+    def use(self, m: int) -> None:
+        """Lay out the per-level arrays for the first `m` levels: tables (T+1, 2, m, states), the move kinds'
+        arrays (kinds, 2, m, K)."""
+        for name, (buf, lead, last) in self._buffers.items():
+            shape = (*lead, int(m), last)
+            setattr(self, name, buf[:int(np.prod(shape))].reshape(shape))
 
     def flat(self, name: str, i: int, K: int, dims: tuple) -> np.ndarray:
         """A contiguous (dims..., K) view on the first entries of buffer `name`[i]."""
@@ -248,8 +257,9 @@ class WindowDP:
         started = time.perf_counter() if started is None else started
         deadline = started + float(time_limit)
         levels, best, bound, status = self.levels, None, np.inf, "time_limit"
+        tail = TailValue(self.job, terms, self.w)  # the same on every grid
         while True:
-            got = self._solve_on_grid(terms, levels, deadline)
+            got = self._solve_on_grid(terms, levels, deadline, tail)
             if got is None:
                 status = "time_limit"
                 break
@@ -288,22 +298,23 @@ class WindowDP:
                 p = max(0.0, p - dt)
         return np.array(sorted(values))
 
-    def _solve_on_grid(self, terms: WindowTerms, levels: int, deadline: float) -> tuple | None:
+    def _solve_on_grid(self, terms: WindowTerms, levels: int, deadline: float, tail: TailValue) -> tuple | None:
         """(the better plan read from the two tables as (o, s, work, objective), or None when both broke the
         net; the bound) on a grid of `levels`; None when the time ran out."""
         job, T = self.job, self.w
         R = float(terms.remaining)
         grid = Grid.over(R, self.tol, levels)
-        tail = TailValue(job, terms, T)
         pend = self._pendings(float(terms.pending_h))
         ws = self._workspace(grid.n, pend.size)
+        m = self._band(grid)
+        ws.use(m)
         tables = ws.tables
         # the backward pass: guide and upper tables (2, levels, states) of the value from the start of slot t
-        # on, for t = T-1 .. 1; after the last slot, the tail's
-        end = tail(np.maximum(R - np.stack([grid.guide, grid.high]), self.tol))
+        # on, for t = T-1 .. 1, on the band of levels the window can reach; after the last slot, the tail's
+        end = tail(np.maximum(R - np.stack([grid.guide[:m], grid.high[:m]]), self.tol))
         tables[T] = end[:, :, None]
         if T > 1:
-            idle_left = self._kinds(terms, grid, pend, ws)
+            idle_left = self._kinds(terms, grid, pend, ws, m)
         for t in range(T - 1, 0, -1):
             if time.perf_counter() > deadline:
                 return None
@@ -317,6 +328,14 @@ class WindowDP:
         bound = float(np.max(self._values(terms, 0, start, 0.0, tables[1][1], grid, tail, 1)[0]))
         plans = [p for p in (self._follow(terms, tables, which, grid, tail, pend) for which in (0, 1)) if p]
         return (max(plans, key=lambda p: p[3]) if plans else None), bound
+
+    def _band(self, grid: Grid) -> int:
+        """How many levels the backward pass computes: every level work done in the window can reach (a slot
+        adds at most s = ceil(most work of a slot / q) levels, so slot t reads levels <= t*s), with one level of
+        margin for the rounding of sums of slots' work. A level's value depends only on higher levels, so the
+        band's values are exactly those of the whole grid's, and far fewer when the window does little of the job."""
+        steps = int(np.ceil(float(self.alloc.rate.max()) * self.dt / grid.q))
+        return int(min(grid.n, self.w * steps + 2))
 
     def _follow(self, terms: WindowTerms, tables: np.ndarray, which: int, grid: Grid, tail: TailValue,
                 pend: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, float] | None:
@@ -401,15 +420,16 @@ class WindowDP:
 
     # --------------------------------------------------------------------------------- backward pass
 
-    def _kinds(self, terms: WindowTerms, grid: Grid, pend: np.ndarray, ws: Workspace) -> np.ndarray:
+    def _kinds(self, terms: WindowTerms, grid: Grid, pend: np.ndarray, ws: Workspace, m: int) -> np.ndarray:
         """Fill the workspace's move kinds: a change of allocation (pending = delta), then keeping one with each
         pending value; per kind, both tables (guide, upper), every level and allocation: whether the slot
         finishes, the work left after it, the unused share of a finishing slot and where the next slot's
-        table is read. Returns the work left at each level of both tables (an idle slot's)."""
+        table is read, on the first `m` levels (`_band`). Returns the work left at each of them of both tables
+        (an idle slot's)."""
         job, dt, R = self.job, self.dt, float(terms.remaining)
-        K, P, n = self.alloc.size, pend.size, grid.n
+        K, P, n = self.alloc.size, pend.size, m
         S = 1 + K * P
-        rep = np.stack([grid.guide, grid.high])[:, :, None]  # (2, n, 1)
+        rep = np.stack([grid.guide[:m], grid.high[:m]])[:, :, None]  # (2, m, 1)
         rate = self.alloc.rate[None, None, :]  # (1, 1, K)
         delta = float(job.overhead_h)
         kinds = [(min(dt, delta), max(0.0, delta - dt))] + [(min(dt, float(p)), max(0.0, float(p) - dt)) for p in pend]

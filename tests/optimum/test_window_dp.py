@@ -45,9 +45,8 @@ def credited(job: Job, state: WindowState, o: np.ndarray, s: np.ndarray, dt: flo
     return out
 
 
-@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 2**31 - 1))
-def test_dp_plans_are_within_the_gap_of_the_milp(seed):
+def random_window(seed: int) -> tuple:
+    """A random small window problem: (job, problem, state, availability, spot, on-demand, tail, solve options)."""
     rng = np.random.default_rng(seed)
     n_max = int(rng.integers(1, 5))
     n_min = int(rng.integers(1, n_max + 1))
@@ -79,6 +78,13 @@ def test_dp_plans_are_within_the_gap_of_the_milp(seed):
     urgency = float(rng.choice([0.0, 0.005]))
     common = dict(slots_left=int(np.ceil(job.hard_deadline_h - state.time_h)), urgency=urgency,
                   must_finish=bool(rng.random() < 0.7), net=str(rng.choice(["strict", "cbl", "off"])))
+    return job, wp, state, a, sp, od, tail, common
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**31 - 1))
+def test_dp_plans_are_within_the_gap_of_the_milp(seed):
+    job, wp, state, a, sp, od, tail, common = random_window(seed)
     gap = 1e-2
     try:
         best = wp.solve(state, a, sp, od, tail, method="milp", solver="highs", mip_gap=1e-7, time_limit=60.0,
@@ -101,8 +107,8 @@ def test_dp_plans_are_within_the_gap_of_the_milp(seed):
         # symmetry cut, "a run after an idle slot holds spot", which the safety net can make too strong: a run
         # the net forces late cannot always start a slot earlier; the DP, without it, may then do better.)
         assert dp.objective <= best.objective + tol
-    assert np.all(dp.s <= np.floor(np.minimum(a, n_max))) and np.all(dp.o + dp.s <= n_max)
-    assert np.all((dp.o + dp.s == 0) | (dp.o + dp.s >= n_min))
+    assert np.all(dp.s <= np.floor(np.minimum(a, job.n_max))) and np.all(dp.o + dp.s <= job.n_max)
+    assert np.all((dp.o + dp.s == 0) | (dp.o + dp.s >= job.n_min))
     assert np.all(dp.work <= credited(job, state, dp.o, dp.s, 1.0) + 1e-9)
 
 
@@ -287,3 +293,31 @@ def test_after_a_forecast_tail_on_demand_is_bought_early(method):
     past, ahead = plan(False), plan(True)
     assert past.o[0] == 0
     assert np.all(ahead.o == 1)
+
+
+@settings(max_examples=30, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**31 - 1))
+def test_the_band_of_reachable_levels_gives_the_whole_grids_plan(seed):
+    """The backward pass computes only the levels a window can reach (`WindowDP._band`): the same plan, objective,
+    bound and status as the whole grid, bit for bit."""
+    from spotlab.optimum.window_dp import WindowDP
+
+    job, wp, state, a, sp, od, tail, common = random_window(seed)
+    if job.value < 0:
+        return
+
+    def solve():
+        try:
+            return wp.solve(state, a, sp, od, tail, method="dp", mip_gap=1e-2, **common)
+        except SolverError as exc:
+            return str(exc)
+
+    band = solve()
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(WindowDP, "_band", lambda self, grid: grid.n)
+        whole = solve()
+    if isinstance(band, str) or isinstance(whole, str):
+        assert band == whole
+        return
+    assert band.status == whole.status and band.objective == whole.objective and band.bound == whole.bound
+    assert np.array_equal(band.o, whole.o) and np.array_equal(band.s, whole.s) and np.array_equal(band.work, whole.work)
