@@ -180,12 +180,18 @@ class Grid:
 
 @dataclass(frozen=True)
 class Moves:
-    """What one slot can do from one state in the forward pass: idle (k = -1) or run allocation k."""
+    """What one slot can do from one state in the forward pass: idle (k = -1) or run allocation k, with what each
+    runs (o, s, its rate, 1 when idle) and the work it can do in the slot (`cap`)."""
 
     k: np.ndarray
     loss: np.ndarray  # hours of the slot lost to overhead
     row: np.ndarray  # state at the next slot (0 idle, else 1 + k*P + pending index)
     pending: np.ndarray  # overhead pending after the slot
+    run: np.ndarray
+    o: np.ndarray
+    s: np.ndarray
+    rate: np.ndarray
+    cap: np.ndarray
 
 
 class Workspace:
@@ -213,15 +219,23 @@ class Workspace:
     def use(self, m: int) -> None:
         """Lay out the per-level arrays for the first `m` levels: tables (T+1, 2, m, states), the move kinds'
         arrays (kinds, 2, m, K)."""
+        if getattr(self, "levels_in_use", None) == int(m):
+            return
+        self.levels_in_use = int(m)
+        self._views: dict[tuple, np.ndarray] = {}
         for name, (buf, lead, last) in self._buffers.items():
             shape = (*lead, int(m), last)
             setattr(self, name, buf[:int(np.prod(shape))].reshape(shape))
 
     def flat(self, name: str, i: int, K: int, dims: tuple) -> np.ndarray:
-        """A contiguous (dims..., K) view on the first entries of buffer `name`[i]."""
-        buf = getattr(self, name)[i] if i >= 0 else getattr(self, name)
-        size = int(np.prod(dims)) * K
-        return buf[:size].reshape(*dims, K)
+        """A contiguous (dims..., K) view on the first entries of buffer `name`[i] (made once per layout)."""
+        key = (name, i, K, dims)
+        view = self._views.get(key)
+        if view is None:
+            buf = getattr(self, name)[i] if i >= 0 else getattr(self, name)
+            size = int(np.prod(dims)) * K
+            view = self._views[key] = buf[:size].reshape(*dims, K)
+        return view
 
 
 class WindowDP:
@@ -236,6 +250,7 @@ class WindowDP:
         self.tol = EPS * max(1.0, float(job.work))
         self.full_od = self.alloc.index(job.n_max, 0)  # what the safety net imposes
         self.workspace_: Workspace | None = None
+        self.moves_: dict[tuple, Moves] = {}
 
     def _workspace(self, n: int, P: int) -> Workspace:
         """The first grid's workspace is kept (~10 MB at the defaults); a refined grid's is not (rare, and up to
@@ -375,15 +390,29 @@ class WindowDP:
     # ---------------------------------------------------------------------------------- forward pass
 
     def _moves(self, terms: WindowTerms, t: int, k_cur: int, p_cur: float, pend: np.ndarray) -> Moves:
-        """Idle, and every allocation slot t allows: keeping k_cur pays what it has pending, another pays delta."""
+        """Idle, and every allocation slot t allows: keeping k_cur pays what it has pending, another pays delta.
+        The same few sets recur at every slot of every solve, so each is built once (`moves_`)."""
+        allowed = self.alloc.allowed(terms.s_hi[t]) if t < terms.left else 0
+        key = (allowed, k_cur, p_cur, pend.tobytes())
+        got = self.moves_.get(key)
+        if got is None:
+            got = self.moves_[key] = self._new_moves(allowed, k_cur, p_cur, pend)
+        return got
+
+    def _new_moves(self, allowed: int, k_cur: int, p_cur: float, pend: np.ndarray) -> Moves:
         dt, delta = self.dt, float(self.job.overhead_h)
-        ks = np.arange(self.alloc.allowed(terms.s_hi[t]) if t < terms.left else 0)
+        ks = np.arange(allowed)
         keep = ks == k_cur
         pending = np.where(keep, max(0.0, p_cur - dt), max(0.0, delta - dt))
         loss = np.where(keep, min(dt, p_cur), min(dt, delta))
         rows = 1 + ks * pend.size + _nearest(pend, pending)
-        return Moves(np.concatenate([[-1], ks]), np.concatenate([[0.0], loss]), np.concatenate([[0], rows]),
-                     np.concatenate([[0.0], pending]))
+        k_all, loss_all = np.concatenate([[-1], ks]), np.concatenate([[0.0], loss])
+        run = k_all >= 0
+        k = np.where(run, k_all, 0)
+        rate = np.where(run, self.alloc.rate[k], 1.0)
+        return Moves(k_all, loss_all, np.concatenate([[0], rows]), np.concatenate([[0.0], pending]), run,
+                     np.where(run, self.alloc.o[k], 0), np.where(run, self.alloc.s[k], 0), rate,
+                     np.where(run, rate * (dt - loss_all), 0.0))
 
     def _values(self, terms: WindowTerms, t: int, mv: Moves, done: float, table: np.ndarray, grid: Grid,
                 tail: TailValue, which: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -391,11 +420,7 @@ class WindowDP:
         of kind `which`, or exactly from the tail after the last slot), whether it finishes the job, the slot's
         own value and whether it keeps the safety net."""
         R, dt, T = float(terms.remaining), self.dt, self.w
-        run = mv.k >= 0
-        k = np.where(run, mv.k, 0)
-        o, s = np.where(run, self.alloc.o[k], 0), np.where(run, self.alloc.s[k], 0)
-        rate = np.where(run, self.alloc.rate[k], 1.0)
-        cap = np.where(run, rate * (dt - mv.loss), 0.0)
+        run, o, s, rate, cap = mv.run, mv.o, mv.s, mv.rate, mv.cap
         after = R - (done + cap)
         fin = run & (after <= self.tol)
         if t + 1 == T:
@@ -485,11 +510,11 @@ class WindowDP:
         # from a running state: idle, change to the best other allocation, or keep it (top two changes)
         change = values[0]
         best = change.argmax(axis=2)[:, :, None]
-        v1 = np.take_along_axis(change, best, axis=2)
+        v1 = change.max(axis=2, keepdims=True)  # the value at `best`
         masked = ws.flat("scratch", 2, K, (2, n))
         np.copyto(masked, change)
         np.put_along_axis(masked, best, -np.inf, axis=2)
-        v2 = np.take_along_axis(masked, masked.argmax(axis=2)[:, :, None], axis=2)
+        v2 = masked.max(axis=2, keepdims=True)
         top = np.maximum(idle[:, :, None], v1)
         out[:, :, :1] = top
         out[:, :, 1 + K * P:] = top  # allocations this slot does not allow: idle or change
