@@ -4,7 +4,7 @@ one (the MILP by GLPK, `method="milp"`), side by side in one run.
 Set-up: CHC at its defaults (w = 12, v = 1, ARIMA forecasts, GLPK for the MILP, 1% gap, 5 s limit) on jobs one
 after another (`JobSpec()` defaults: N 1..8 with the fitted H100 throughput, 0.2 h overhead, soft deadline
 12 h, hard 15 h, value 1.5 x the all-on-demand cost), each with the week before it as forecasting history, on
-the GCP H100 trace (`load_market("h100", 1.0)`) and on the synthetic volatile market (seed 0). Both methods
+the GCP H100 trace (`load_market("h100", slot_hours=1.0)`) and on the synthetic volatile market (seed 0). Both methods
 see the same forecasts (the forecasters are deterministic) and so solve the same first window of every job;
 after that their plans may differ. A decision's time is the window solve's (forecasting is counted apart).
 Goal: median < 50 ms per decision with the mean utility within 0.2% of the MILP's. The run takes about five
@@ -41,7 +41,7 @@ METHODS = (("dp", "auto"), ("milp", "milp"))  # (label, CHC's method): the new d
 
 
 def run(market_key: str, jobs: int | None, predictor: str) -> dict:
-    market = load_market(market_key, 1.0)
+    market = load_market(market_key, slot_hours=1.0)
     job = JobSpec().job(market)
     episodes = cut_windows(market, horizon_hours=job.hard_deadline_h, stride_hours=job.hard_deadline_h, max_jobs=jobs)
     out = {"market": market_key, "jobs": episodes.n}

@@ -1,0 +1,101 @@
+"""CHC's window DP on the band of reachable work levels (the default) against the whole grid, in one run, with the
+same decisions checked.
+
+The backward pass of `spotlab.optimum.window_dp` computes only the levels of work done that the window can reach
+(`WindowDP._band`); the whole grid (every level up to the work left) gives the same plans bit for bit, and is what
+the DP computed before. Both are run here on the same cases, alternating, and the costs of every run compared:
+
+- `leaderboard`: A1 as notebook 01c runs it (`chc_oracle` and `chc_persistence`) on the first windows of one of
+  the ADRS leaderboard's traces (one GPU, a 48-h job, 10-min slots: a window does a few percent of the job);
+- `h100`: CHC at its defaults on persistence forecasts, `JobSpec()` jobs (N 1..8) on the GCP H100 trace.
+
+    python benchmarks/bench_window_band.py [--windows 3] [--repeats 2]
+
+Prints each case's seconds per path (the median of the repeats) and their ratio; exits 1 if a decision differs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from contextlib import contextmanager
+
+import numpy as np
+
+from spotlab.experiments import leaderboard as lb
+from spotlab.experiments.setups import JobSpec
+from spotlab.market.load import load_market
+from spotlab.market.windows import cut_windows
+from spotlab.optimum.window_dp import WindowDP
+from spotlab.policies.registry import make_policy
+from spotlab.simulation.engine import simulate
+
+
+@contextmanager
+def whole_grid():
+    """The DP computing every level of its grid (what it did before the band)."""
+    band = WindowDP._band
+    WindowDP._band = lambda self, grid: grid.n
+    try:
+        yield
+    finally:
+        WindowDP._band = band
+
+
+def leaderboard_case(label: str, windows: int):
+    w = lb.leaderboard_windows()
+    w = w[w["env"] == lb.ENVS[0]].head(windows)
+    name, params = lb.VARIANTS[label]
+
+    def run() -> np.ndarray:
+        rows = lb.run(w, policies=[label], deadlines=[52.0], overheads=[0.1], names={label: name},
+                      params={label: params}, progress=False)
+        return rows["cost"].to_numpy(float)
+    return run
+
+
+def h100_case(jobs: int):
+    market = load_market("h100", slot_hours=1.0)
+    job = JobSpec().job(market)
+    episodes = cut_windows(market, horizon_hours=job.hard_deadline_h, stride_hours=job.hard_deadline_h, max_jobs=jobs)
+
+    def run() -> np.ndarray:
+        return simulate(make_policy("chc", {"predictor": "persistence"}), episodes, job).cost
+    return run
+
+
+def timed(run) -> tuple[float, np.ndarray]:
+    tic = time.perf_counter()
+    out = run()
+    return time.perf_counter() - tic, out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--windows", type=int, default=3, help="leaderboard windows (one trace, 52 h, 0.1 h overhead)")
+    ap.add_argument("--jobs", type=int, default=4, help="H100 jobs")
+    ap.add_argument("--repeats", type=int, default=2)
+    args = ap.parse_args()
+    cases = {"leaderboard chc_oracle": leaderboard_case("chc_oracle", args.windows),
+             "leaderboard chc_persistence": leaderboard_case("chc_persistence", args.windows),
+             "h100 chc persistence": h100_case(args.jobs)}
+    same = True
+    print(f"{'case':>28} {'band s':>8} {'whole s':>8} {'ratio':>6} same")
+    for name, run in cases.items():
+        band, whole = [], []
+        for _ in range(args.repeats):  # alternating, so that a drift of the machine's speed hits both
+            t_band, c_band = timed(run)
+            with whole_grid():
+                t_whole, c_whole = timed(run)
+            band.append(t_band)
+            whole.append(t_whole)
+            ok = bool(np.array_equal(c_band, c_whole))
+            same &= ok
+        b, w = float(np.median(band)), float(np.median(whole))
+        print(f"{name:>28} {b:>8.2f} {w:>8.2f} {b / w:>6.2f} {'yes' if ok else 'NO'}")
+    return 0 if same else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
