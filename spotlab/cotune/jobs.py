@@ -178,21 +178,21 @@ def _known_rankings(jobs: Sequence[FineTuneJob], vals: Mapping[str, tuple], know
     """Per distinct job spec, its completions the knowledge deems valid, best first, as (configuration,
     estimated tokens/s). Every spec's completions are assessed in one call: a knowledge source judges each
     configuration on its own (a trained model's per-call overhead is most of its cost on one spec's few
-    dozen rows), so the batch gives each row what a call per spec gives it; the ranking is per spec."""
+    dozen rows), so the batch gives each row what a call per spec gives it. `rank` sorts stably, so the batch's
+    ranking restricted to one spec's rows is that spec's own ranking."""
     specs: dict[tuple, dict[str, Any]] = {}
     for j in jobs:
         specs.setdefault(_spec_key(j), j.spec)
     if not specs:
         return {}
     frames = [space_frame(enumerate_space(vals, **spec)) for spec in specs.values()]
-    assessed = knowledge.assess(pd.concat(frames, ignore_index=True))
-    out = {}
-    start = 0
-    for key, frame in zip(specs, frames):
-        part = assessed.iloc[start:start + len(frame)].reset_index(drop=True)
-        start += len(frame)
-        ranked = rank(part, objective)
-        out[key] = [(_row_cfg(r), float(r["tokens_per_second"])) for r in ranked.to_dict(orient="records")]
+    keys = list(specs)
+    owner = np.repeat(np.arange(len(keys)), [len(f) for f in frames])  # row -> its spec
+    assessed = knowledge.assess(pd.concat(frames, ignore_index=True)).reset_index(drop=True)  # row i: owner[i]
+    ranked = rank(assessed, objective)
+    out: dict[tuple, list[tuple[dict[str, Any], float]]] = {key: [] for key in keys}
+    for i, r in zip(owner[ranked.index.to_numpy()], ranked.to_dict(orient="records")):
+        out[keys[i]].append((_row_cfg(r), float(r["tokens_per_second"])))
     return out
 
 
