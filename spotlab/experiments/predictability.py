@@ -6,7 +6,7 @@ Plain functions returning tidy DataFrames:
 - `price_autocorrelation` is the price counterpart of `markets.autocorrelation` (same columns);
 - `evaluation_plan` decides, per (file, slot, target), the training window and whether there is enough
   history to evaluate at all, and says why not when there is not;
-- `forecast_errors` runs the rolling-origin evaluation (`spotlab.predict.evaluate_zones`, never looks ahead)
+- `forecast_errors` runs the rolling-origin evaluation (`spotlab.predict.evaluate` tasks, never looks ahead)
   over every planned combination, with a tqdm progress bar;
 - `best_models` picks the best model per (file, zone, slot, target) and gives its skill vs persistence per h;
 - `error_meaning` turns MAEs into GPUs, fractions of the request and dollars on a job.
