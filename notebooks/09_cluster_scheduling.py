@@ -170,11 +170,16 @@ def vs_user(df: pd.DataFrame) -> pd.DataFrame:
     return df.assign(jct_change_vs_user=df["mean_jct_h"].to_numpy() / base.reindex(key).to_numpy() - 1)
 
 
-by_size = vs_user(pd.concat(over_seeds(*[(load, lambda srcs, sd, n=n: {"predicted": train_knowledge(n, seed=sd)},
-                                           {"train_runs": n}) for n in train_sizes]), ignore_index=True))
+# trained on `train_runs` runs is the headline's predicted source: its runs are already in per_seed
+fewer = [n for n in train_sizes if n != train_runs]
+trained = dict(zip(fewer, over_seeds(*[(load, lambda srcs, sd, n=n: {"predicted": train_knowledge(n, seed=sd)},
+                                        {"train_runs": n}) for n in fewer])))
+trained[train_runs] = per_seed[per_seed["source"] == "predicted"].assign(train_runs=train_runs)
+by_size = vs_user(pd.concat([trained[n] for n in train_sizes], ignore_index=True))
+# one task per (seed, sigma, flip): three seeds' grids on two workers would leave one idle for a third of the time
 noisy = vs_user(pd.concat(Parallel(n_jobs=workers)(
-    delayed(sensitivity)(cluster, at_load(jobs, load), sigmas, flips, POLICIES, st, progress=False)
-    for jobs, st, _ in runs.values()), ignore_index=True))
+    delayed(sensitivity)(cluster, at_load(jobs, load), [sg], [fl], POLICIES, st, progress=False)
+    for jobs, st, _ in runs.values() for sg in sigmas for fl in flips), ignore_index=True))
 fig, axes = plt.subplots(1, 3, figsize=(16, 4.2))
 sns.lineplot(by_size, x="train_runs", y="jct_change_vs_user", hue="policy", marker="o", ax=axes[0])
 axes[0].set(xscale="log", xlabel="historical runs the predictors learn from", ylabel="mean JCT vs user guesses")

@@ -38,6 +38,7 @@ from functools import lru_cache
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
+import pandas as pd
 
 from ..cluster.state import Cluster, Option, SimJob
 from .knowledge import Knowledge, OracleKnowledge
@@ -168,13 +169,36 @@ def _profiled_options(job: FineTuneJob, vals: Mapping[str, tuple], seed: int, pe
     return [_option(job.job_id, cfg, est, seed, perf) for est, cfg in seen], profile_s * len(cands)
 
 
-def _known_options(job: FineTuneJob, vals: Mapping[str, tuple], knowledge: Knowledge, seed: int,
-                   perf: PerfModel, objective: str, cache: dict) -> list[Option]:
-    key = tuple(job.spec[k] for k in JOB_PARAMETERS)
-    if key not in cache:  # a job spec's ranked configurations, as (configuration, estimate): many jobs share one
-        ranked = rank(knowledge.assess(space_frame(enumerate_space(vals, **job.spec))), objective)
-        cache[key] = [(_row_cfg(r), float(r["tokens_per_second"])) for r in ranked.to_dict(orient="records")]
-    return [_option(job.job_id, cfg, est, seed, perf) for cfg, est in cache[key]]
+def _spec_key(job: FineTuneJob) -> tuple:
+    return tuple(job.spec[k] for k in JOB_PARAMETERS)
+
+
+def _known_rankings(jobs: Sequence[FineTuneJob], vals: Mapping[str, tuple], knowledge: Knowledge,
+                   objective: str) -> dict[tuple, list[tuple[dict[str, Any], float]]]:
+    """Per distinct job spec, its completions the knowledge deems valid, best first, as (configuration,
+    estimated tokens/s). Every spec's completions are assessed in one call: a knowledge source judges each
+    configuration on its own (a trained model's per-call overhead is most of its cost on one spec's few
+    dozen rows), so the batch gives each row what a call per spec gives it. `rank` sorts stably, so the batch's
+    ranking restricted to one spec's rows is that spec's own ranking."""
+    specs: dict[tuple, dict[str, Any]] = {}
+    for j in jobs:
+        specs.setdefault(_spec_key(j), j.spec)
+    if not specs:
+        return {}
+    frames = [space_frame(enumerate_space(vals, **spec)) for spec in specs.values()]
+    keys = list(specs)
+    owner = np.repeat(np.arange(len(keys)), [len(f) for f in frames])  # row -> its spec
+    assessed = knowledge.assess(pd.concat(frames, ignore_index=True)).reset_index(drop=True)  # row i: owner[i]
+    ranked = rank(assessed, objective)
+    out: dict[tuple, list[tuple[dict[str, Any], float]]] = {key: [] for key in keys}
+    for i, r in zip(owner[ranked.index.to_numpy()], ranked.to_dict(orient="records")):
+        out[keys[i]].append((_row_cfg(r), float(r["tokens_per_second"])))
+    return out
+
+
+def _known_options(job: FineTuneJob, knowledge_ranked: Mapping[tuple, list], seed: int,
+                   perf: PerfModel) -> list[Option]:
+    return [_option(job.job_id, cfg, est, seed, perf) for cfg, est in knowledge_ranked[_spec_key(job)]]
 
 
 def _efficient(opts: list[Option], floor: float) -> list[Option]:
@@ -209,7 +233,7 @@ def sim_jobs(jobs: Sequence[FineTuneJob], cluster: Cluster, source: str | Knowle
         raise ConfigError(f"profile_s must be >= 0 (got {profile_s})")
     if not 0 <= efficiency_floor <= 1:
         raise ConfigError(f"efficiency_floor must be in [0, 1] (got {efficiency_floor})")
-    cache: dict = {}
+    ranked = _known_rankings(jobs, vals, source, objective) if not isinstance(source, str) else {}
     out = []
     for j in jobs:
         setup = 0.0
@@ -219,7 +243,7 @@ def sim_jobs(jobs: Sequence[FineTuneJob], cluster: Cluster, source: str | Knowle
             opts, setup = _profiled_options(j, vals, seed, perf, profile_s)
             opts = _efficient(opts, efficiency_floor)
         else:
-            opts = _efficient(_known_options(j, vals, source, seed, perf, objective, cache), efficiency_floor)
+            opts = _efficient(_known_options(j, ranked, seed, perf), efficiency_floor)
         primary = 0
         if source != "user":  # wrong knowledge ends in the user's trial and error, never in a lost job
             tried = {(o.gpu, o.label) for o in opts}

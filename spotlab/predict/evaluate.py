@@ -403,6 +403,40 @@ def compare(
     return _with_skill(pd.concat(parts, ignore_index=True), [])
 
 
+def zone_tasks(
+    zones: Mapping[str, Any] | Sequence[Market],
+    models: Sequence[ModelSpec] | Mapping[str, ModelSpec] | None = None,
+    **kw: Any,
+) -> list[tuple[str, str, Any, ModelSpec, dict]]:
+    """The independent pieces of `evaluate_zones`: one (zone, model label, series, model, keywords) per zone and
+    model, in its order. Run each with `score_task` (anywhere, in any order) and join them with `zone_scores`."""
+    if isinstance(zones, Mapping):
+        items = dict(zones)
+    else:
+        items = {}
+        for m in zones:
+            if not isinstance(m, Market):
+                raise PredictionError("a list of zones must hold Market objects; pass a mapping name -> series otherwise")
+            items[str(m.meta.get("zone", m.name))] = m
+    if not items:
+        raise PredictionError("evaluate_zones: no zones given")
+    named = _named(models)
+    return [(z, label, s, spec, kw) for z, s in items.items() for label, spec in named.items()]
+
+
+def score_task(task: tuple[str, str, Any, ModelSpec, dict]) -> pd.DataFrame:
+    """One model's rolling-origin scores on one zone (a task of `zone_tasks`)."""
+    _, label, series, spec, kw = task
+    return _scored(label, series, spec, kw)
+
+
+def zone_scores(tasks: Sequence[tuple], parts: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    """`evaluate_zones`' frame from its tasks and their scores (the same order)."""
+    for (z, *_), part in zip(tasks, parts):
+        part.insert(0, "zone", z)
+    return _with_skill(pd.concat(parts, ignore_index=True), ["zone"])
+
+
 def evaluate_zones(
     zones: Mapping[str, Any] | Sequence[Market],
     models: Sequence[ModelSpec] | Mapping[str, ModelSpec] | None = None,
@@ -416,19 +450,6 @@ def evaluate_zones(
     """
     from joblib import Parallel, delayed
 
-    if isinstance(zones, Mapping):
-        items = dict(zones)
-    else:
-        items = {}
-        for m in zones:
-            if not isinstance(m, Market):
-                raise PredictionError("a list of zones must hold Market objects; pass a mapping name -> series otherwise")
-            items[str(m.meta.get("zone", m.name))] = m
-    if not items:
-        raise PredictionError("evaluate_zones: no zones given")
-    named = _named(models)
-    tasks = [(z, label, s, spec) for z, s in items.items() for label, spec in named.items()]
-    parts = Parallel(n_jobs=at_most_cores(n_jobs))(delayed(_scored)(label, s, spec, kw) for _, label, s, spec in tasks)
-    for (z, *_), part in zip(tasks, parts):
-        part.insert(0, "zone", z)
-    return _with_skill(pd.concat(parts, ignore_index=True), ["zone"])
+    tasks = zone_tasks(zones, models, **kw)
+    parts = Parallel(n_jobs=at_most_cores(n_jobs))(delayed(score_task)(t) for t in tasks)
+    return zone_scores(tasks, parts)

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from spotlab.errors import PredictionError
-from spotlab.predict.evaluate import compare, rolling_origin, spell_lasts
+from spotlab.predict.evaluate import compare, evaluate_zones, rolling_origin, score_task, spell_lasts, zone_scores, zone_tasks
 from spotlab.predict.registry import make_predictor
 
 
@@ -47,3 +50,22 @@ def test_spells_beat_persistence_on_random_spell_lengths():
 def test_spells_is_for_availability():
     with pytest.raises(PredictionError, match="spells=True"):
         rolling_origin(np.ones(50), "persistence", horizons=(1,), train_slots=10, target="price", spells=True)
+
+
+@settings(max_examples=6, deadline=None)
+@given(seed=st.integers(0, 10_000), order_seed=st.integers(0, 10_000),
+       models=st.lists(st.sampled_from(["seasonal_naive", "ets", "duration", "gbm"]), min_size=1, max_size=2, unique=True))
+def test_zone_tasks_in_any_order_give_evaluate_zones(seed, order_seed, models):
+    """The pieces of `evaluate_zones` are independent: scored in any order and joined, the same frame."""
+    rng = np.random.default_rng(seed)
+    zones = {f"z{i}": np.clip(np.cumsum(rng.integers(-1, 2, 24 * 6)), 0, 4).astype(float) for i in range(2)}
+    kw = dict(horizons=(1, 3), train_slots=72, refit_every=24, quantile=(0.5, 0.9))
+    whole = evaluate_zones(zones, models, n_jobs=1, **kw)
+    tasks = zone_tasks(zones, models, **kw)
+    order = np.random.default_rng(order_seed).permutation(len(tasks))
+    parts: list = [None] * len(tasks)
+    for i in order:
+        parts[i] = score_task(tasks[i])
+    timing = ["fit_s", "forecast_s"]
+    pd.testing.assert_frame_equal(zone_scores(tasks, parts).drop(columns=timing), whole.drop(columns=timing),
+                                  check_exact=True)
