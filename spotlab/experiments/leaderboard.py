@@ -17,14 +17,14 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Collection, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from ..data.catalogue import ADRS_ENVS, ADRS_LEADERBOARD_WINDOWS
 from ..data.locate import dataset_path
-from ..errors import TraceError
+from ..errors import PolicyError, RunsError, TraceError
 from ..jobs.job import make_job
 from ..market.episodes import Episodes, concat
 from ..market.load import load_market
@@ -174,6 +174,7 @@ def run(
     lockstep: bool = True,
     names: Mapping[str, str] | None = None,
     n_jobs: int = 1,
+    from_members: Collection[str] = (),
 ) -> pd.DataFrame:
     """Per-run rows of every policy on `windows` (env, window, start_tick, end_tick) x deadlines x overheads,
     in the Can't Be Late semantics.
@@ -188,6 +189,12 @@ def run(
 
     `lockstep`: the windows of every env are simulated together, one simulation per (deadline, overhead,
     policy) instead of one per env (the same numbers; `benchmarks/bench_leaderboard.py` times both).
+
+    `from_members`: labels of `policies` that run policy selection (`select`) whose rows are made from the rows
+    of its pool members (`select_from_members`: the rows `select` would give, without simulating the members
+    again), once every other label's cells are done. Each member is matched by its policy and parameters to a
+    label of `policies` or of `out_csv`'s rows, which must hold the member's rows on the same runs (else a
+    `RunsError`). Their `seconds` are the choice's (the warm-up replay and the selector), not the members'.
     """
     from ..policies.registry import policy_class
     from ..processes import worker_count
@@ -198,6 +205,11 @@ def run(
     names = dict(names or {})
     for label in policies:
         policy_class(names.get(label, label))  # an unknown name fails here, before anything runs
+    derived = set(from_members)
+    for label in derived:
+        if label not in policies or names.get(label, label) != "select":
+            raise PolicyError(f"leaderboard: from_members names {label!r}, which is not a label of policy "
+                              "selection (select) among the policies run")
     out_path = None if out_csv is None else Path(out_csv)
     done = _done(out_path)
     have = set(zip(done["env"], done["window"].astype(int), done["start_tick"].astype(int),
@@ -250,19 +262,39 @@ def run(
         dl, ov, pol, batch = task
         return names.get(pol, pol), params.get(pol), dl, ov, concat([ep for _, _, ep in batch])
 
-    jobs = min(worker_count(int(n_jobs)), len(tasks))
-    with tqdm_bar(total=len(tasks), desc="leaderboard cells", unit="cell", enabled=bool(progress)) as bar:
-        if jobs <= 1:
-            for task in tasks:
-                finish(task, _simulate_cell(*args(task)))
-                bar.update()
-        else:
-            from joblib import Parallel, delayed
+    def member_args(task: tuple) -> tuple:  # once the members' cells are done
+        dl, ov, pol, batch = task
+        (env, sel, episodes), = batch
+        found = [_member_runs(done, lab, env, sel, dl, ov) for lab in member_labels[pol]]
+        cost, completion, met = (np.stack([f[i] for f in found], axis=1) for i in range(3))
+        fallback = np.array([f[3] for f in found])
+        return params.get(pol), dl, ov, episodes, cost, completion, met, fallback, n_jobs
 
-            runner = Parallel(n_jobs=jobs, return_as="generator_unordered")
-            for i, result in runner(delayed(_indexed)(i, *args(t)) for i, t in enumerate(tasks)):
-                finish(tasks[i], result)
+    def execute(todo: list, cell, cell_args, bar) -> None:
+        jobs = min(worker_count(int(n_jobs)), len(todo))
+        if jobs <= 1:
+            for task in todo:
+                finish(task, cell(*cell_args(task)))
                 bar.update()
+            return
+        from joblib import Parallel, delayed
+
+        runner = Parallel(n_jobs=jobs, return_as="generator_unordered")
+        for i, result in runner(delayed(_indexed)(cell, i, *cell_args(t)) for i, t in enumerate(todo)):
+            finish(todo[i], result)
+            bar.update()
+
+    simulated = [t for t in tasks if t[2] not in derived]
+    chosen = [t for t in tasks if t[2] in derived]
+    member_labels = {}
+    if chosen:  # every member matched to a label before anything runs
+        candidates = [p for p in policies if p not in derived] + [p for p in dict.fromkeys(done["policy"])
+                                                                   if p not in derived and p not in policies]
+        member_labels = {pol: _member_labels(pol, params.get(pol), candidates, names, params)
+                         for pol in {t[2] for t in chosen}}
+    with tqdm_bar(total=len(tasks), desc="leaderboard cells", unit="cell", enabled=bool(progress)) as bar:
+        execute(simulated, _simulate_cell, args, bar)
+        execute(chosen, _select_cell, member_args, bar)
     if not asked or not len(done):
         return pd.DataFrame(columns=ROW_COLUMNS)
     keys = pd.concat(asked, ignore_index=True).astype({"window": int, "start_tick": int})
@@ -289,8 +321,82 @@ def _simulate_cell(policy: str, params: Mapping | None, deadline: float, overhea
     return res.cost, res.completion_h, res.met_deadline, float(fallback), secs
 
 
-def _indexed(i: int, *args) -> tuple[int, tuple]:
-    return i, _simulate_cell(*args)
+def _indexed(cell, i: int, *args) -> tuple[int, tuple]:
+    return i, cell(*args)
+
+
+def _member_labels(label: str, select_params: Mapping | None, candidates: Sequence[str],
+                   names: Mapping[str, str], params: Mapping[str, Mapping]) -> list[str]:
+    """For each member of the pool of the select label `label`, the first of `candidates` (labels) that runs the
+    same policy with the same parameters (defaults filled in)."""
+    from ..policies.registry import REGISTRY, make_policy, resolved_params
+    from ..policies.select import member_label
+
+    select = make_policy("select", select_params, safety_net="off")
+    runs = {}
+    for cand in candidates:
+        name = names.get(cand, cand)
+        if name in REGISTRY and name != "select":
+            runs.setdefault((name, _frozen(resolved_params(name, params.get(cand)))), cand)
+    out = []
+    for name, p in select.members():
+        found = runs.get((name, _frozen(resolved_params(name, p))))
+        if found is None:
+            raise RunsError(f"leaderboard: {label}'s member {member_label(name, p)} matches no label run "
+                            f"({', '.join(candidates) or 'none'}); run it under a label of its own first")
+        out.append(found)
+    return out
+
+
+def _frozen(params: Mapping) -> tuple:
+    return tuple(sorted((k, repr(v)) for k, v in params.items()))
+
+
+def _member_runs(done: pd.DataFrame, label: str, env: str, sel: pd.DataFrame, deadline: float, overhead: float
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """A member's costs, completion times and deadlines met on the windows `sel` of `env` (its rows under
+    `label`), and its fallback rate: 0 where its rows report none, NaN where one of them reports some (its rate
+    over these windows alone is then not in the rows: a cell may have run every env's windows in one simulation)."""
+    d = done[(done["policy"] == label) & (done["env"] == env)
+             & (done["deadline"].astype(float).round(6) == round(deadline, 6))
+             & (done["overhead"].astype(float).round(6) == round(overhead, 6))]
+    d = d.astype({"window": int, "start_tick": int}).drop_duplicates(["window", "start_tick"], keep="last")
+    m = sel[["window", "start_tick"]].astype(int).merge(d, on=["window", "start_tick"], how="left")
+    missing = int(m["cost"].isna().sum())
+    if missing:
+        raise RunsError(f"leaderboard: {label} has no rows for {missing} of the {len(sel)} windows of {env} at "
+                        f"deadline {deadline:g} h, overhead {overhead:g} h, which policy selection is made from; "
+                        f"run {label} there first")
+    rate = m["fallback_rate"].astype(float).fillna(0.0)
+    met = m["met_deadline"].astype(str).str.lower().isin(("true", "1", "1.0")).to_numpy()
+    return (m["cost"].to_numpy(float), m["completion_h"].to_numpy(float), met,
+            float("nan") if (rate > 0).any() else 0.0)
+
+
+def _select_cell(params: Mapping | None, deadline: float, overhead: float, episodes: Episodes, cost: np.ndarray,
+                 completion_h: np.ndarray, met: np.ndarray, fallback: np.ndarray, n_jobs: int
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, float]:
+    """One env's (deadline, overhead) cell of policy selection in the Can't Be Late semantics, made from its
+    members' costs, completion times and deadlines met there (rounds, members) and their fallback rates (NaN:
+    the member is replayed on these windows for its rate): what `_simulate_cell` gives for select."""
+    from ..policies.registry import make_policy
+    from ..policies.select import replay_members
+    from ..policies.select_from_members import select_from_members
+
+    semantics = Semantics.cant_be_late()
+    job = make_job(WORK_HOURS, deadline, overhead_hours=overhead)
+    t0 = time.perf_counter()
+    select = make_policy("select", params, safety_net="off")
+    members = select.members()
+    fallback = np.array([replay_members([members[k]], [episodes], job, semantics.settings, 0, semantics.safety_net,
+                                        semantics.give_up, n_jobs)[0].fallback_rate if np.isnan(f) else f
+                         for k, f in enumerate(fallback)])
+    sel = select_from_members(select, episodes, job, semantics.settings, cost, completion_h, fallback,
+                              safety_net=semantics.safety_net, give_up=semantics.give_up, n_jobs=n_jobs)
+    secs = time.perf_counter() - t0
+    rounds = np.arange(episodes.n)  # A3's run in a round is its chosen member's
+    picked = (rounds, sel.chosen)
+    return cost[picked], completion_h[picked], met[picked], sel.fallback_rate, secs
 
 
 def summarise(rows: pd.DataFrame, full_runs: int = RUNS) -> pd.DataFrame:

@@ -217,6 +217,104 @@ def test_cells_in_worker_processes_and_named_variants_give_the_same_rows(leaderb
         lb.run(w, policies=["no_such_policy"], progress=False)
 
 
+# ------------------------------------------------------------- policy selection from its members' rows
+
+# A3's pool with a CHC member that plans 4 slots at a time (a second a window, not the default's 10), under labels
+# of their own: `from_members` matches them by policy and parameters
+A3_POOL = [("chc", {"w": 4, "v": 4, "predictor": "persistence"}), ("prediction_free", {}), ("uniform_progress", {}),
+           ("greedy", {})]
+A3_LABELS = {"chc_w4": ("chc", {"v": 4, "w": 4, "predictor": "persistence"}),
+             "select": ("select", {"pool": A3_POOL, "n_jobs": 1})}
+# a pool without CHC (milliseconds), where A3 follows any lead and draws blind rounds at random
+CHEAP_POOL = [("prediction_free", {}), ("prediction_free", {"theta": 0.2}), ("uniform_progress", {}), ("greedy", {})]
+CHEAP_LABELS = {"pf_low": ("prediction_free", {"theta": 0.2}),
+                "select": ("select", {"pool": CHEAP_POOL, "evidence": None, "prefer": None, "n_jobs": 1})}
+
+
+def _a3_kw(labels: dict, **kw) -> dict:
+    return dict(names={k: n for k, (n, _) in labels.items()}, params={k: p for k, (_, p) in labels.items()},
+                progress=False, **kw)
+
+
+def _a3_windows(per_env: int = 3) -> pd.DataFrame:
+    w = lb.leaderboard_windows()
+    return w[w["env"].isin(ADRS_ENVS[:2])].groupby("env", sort=False).head(per_env)
+
+
+def test_select_from_its_members_rows_gives_the_simulated_select_rows(leaderboard_data, tmp_path, monkeypatch):
+    """Policy selection made from its members' rows (`from_members`) gives the rows of select simulated through
+    `run`, row for row and in the same order: cost, completion, deadline met, and the fallback rate Select
+    reports (its members' rates over one env's windows, weighted by how often each was chosen). The window solver
+    is made to find no plan where the observed slot has no spot on slots 0, 8, 16..., so CHC falls back at rates that
+    differ by env: its own rows carry the rate over both envs (one lockstep simulation), select's over one env.
+    The derived rows are appended to the runs file, and a second call runs nothing again."""
+    from spotlab.optimum.window import WindowProblem
+
+    solve = WindowProblem.solve
+
+    def flaky(self, state, avail, *args, **kw):
+        slot = int(round(state.time_h * 6))
+        return None if slot % 8 == 0 and int(np.asarray(avail)[0]) == 0 else solve(self, state, avail, *args, **kw)
+
+    monkeypatch.setattr(WindowProblem, "solve", flaky)
+    w = _a3_windows()
+    policies = ["chc_w4", "prediction_free", "uniform_progress", "greedy", "select"]
+    kw = _a3_kw(A3_LABELS, deadlines=[52], overheads=[0.1])
+    simulated = lb.run(w, policies=policies, out_csv=tmp_path / "simulated.csv", **kw)
+    out = tmp_path / "rows.csv"  # the members' rows, not select's
+    pd.read_csv(tmp_path / "simulated.csv").query("policy != 'select'").to_csv(out, index=False)
+    derived = lb.run(w, policies=policies, from_members=["select"], out_csv=out, **kw)
+    cols = [c for c in lb.ROW_COLUMNS if c != "seconds"]
+    pd.testing.assert_frame_equal(derived[cols], simulated[cols])
+    sel = derived[derived["policy"] == "select"]
+    chc = derived[derived["policy"] == "chc_w4"]
+    assert list(sel["env"]) == list(w["env"]) and list(sel["window"]) == list(w["window"])
+    assert (sel["fallback_rate"] > 0).any() and chc["fallback_rate"].nunique() == 1  # one rate over both envs
+    assert set(sel["fallback_rate"]) != set(chc["fallback_rate"])
+    assert len(pd.read_csv(out)) == len(derived) == 5 * 6
+    again = lb.run(w, policies=policies, from_members=["select"], out_csv=out, **kw)
+    assert len(pd.read_csv(out)) == 5 * 6
+    pd.testing.assert_frame_equal(again[cols], derived[cols])
+
+
+def test_select_from_members_follows_leads_and_runs_in_worker_processes(leaderboard_data, tmp_path):
+    """A selector that follows any lead and draws its blind rounds at random picks other members than its first:
+    the rows made from the members' (read back from the runs file, cells in worker processes) still equal the
+    simulated ones, on both deadlines."""
+    w = _a3_windows(4)
+    kw = _a3_kw(CHEAP_LABELS, deadlines=[52, 70], overheads=[0.02])
+    members = ["prediction_free", "pf_low", "uniform_progress", "greedy"]
+    simulated = lb.run(w, policies=members + ["select"], **kw)
+    out = tmp_path / "rows.csv"
+    lb.run(w, policies=members, out_csv=out, **kw)
+    derived = lb.run(w, policies=["select"], from_members=["select"], out_csv=out, n_jobs=2, **kw)
+    cols = [c for c in lb.ROW_COLUMNS if c != "seconds"]
+    want = simulated[simulated["policy"] == "select"].reset_index(drop=True)
+    pd.testing.assert_frame_equal(derived[cols], want[cols])
+    chosen = derived.merge(simulated, on=["env", "window", "deadline", "overhead", "cost"], suffixes=("", "_m"))
+    assert chosen["policy_m"].nunique() > 2  # A3 played more than one member (and itself)
+
+
+def test_select_from_members_without_their_rows_is_one_clear_error(leaderboard_data, tmp_path):
+    """A member that no label runs, or whose label has no rows on some of select's runs, is a `RunsError` that
+    names it, before any select row is made; `from_members` must name a select label being run."""
+    from spotlab.errors import RunsError
+
+    w = _a3_windows(2)
+    kw = _a3_kw(CHEAP_LABELS, deadlines=[52], overheads=[0.1])
+    out = tmp_path / "rows.csv"
+    with pytest.raises(RunsError, match=r"member prediction_free\(theta=0.2\) matches no label run"):
+        lb.run(w, policies=["prediction_free", "uniform_progress", "greedy", "select"], from_members=["select"],
+               out_csv=out, **kw)
+    lb.run(w, policies=["prediction_free", "pf_low", "uniform_progress", "greedy"], out_csv=out,
+           **{**kw, "deadlines": [70]})  # the members on another deadline only
+    with pytest.raises(RunsError, match=r"prediction_free has no rows for 2 of the 2 windows of .* deadline 52 h"):
+        lb.run(w, policies=["select"], from_members=["select"], out_csv=out, **kw)
+    assert "select" not in set(pd.read_csv(out)["policy"])
+    with pytest.raises(PolicyError, match="'greedy', which is not a label of policy selection"):
+        lb.run(w, policies=["greedy"], from_members=["greedy"], **kw)
+
+
 # ------------------------------------------------------------------------------------ the slack reserve
 
 
