@@ -124,9 +124,12 @@ class ZonesDP:
         free_across = self.settings.moves == "free" and Z > 1
         self.froms = run_modes[:, self.j_alloc].T if free_across else run_modes.reshape(-1, 1)  # (J, F)
         self.stay_code = (self.froms[:, :, None] * P + np.arange(P)[None, None, :]) * 2 + 1  # (J, F, P)
-        self.stay_shift = self.prog[self.j_alloc]  # (J, P): levels a slot of the run adds
-        self.launch_shift = self.prog_launch[self.j_alloc]
-        self.idle_sources = np.concatenate([1 + np.arange(Z)[:, None], run_modes], axis=1)  # (Z, 1 + NA)
+        # levels a slot of the run adds, per run (J,) for each pending value, and after a launch; one number where
+        # every run adds the same
+        self.stay_shift = [_one_or_all(self.prog[self.j_alloc, p]) for p in range(P)]
+        self.launch_shift = _one_or_all(self.prog_launch[self.j_alloc])
+        self.j_mode = run_modes.ravel()
+        self.idle_code = (1 + np.arange(Z)) * P * 2 + 1  # idle from idle (pending 0), kind "stay"
         # the zone each idle/run mode leaves egress from; the never-started mode pays none
         src_zone = np.full(M, -1)
         for z in range(Z):
@@ -142,6 +145,10 @@ class ZonesDP:
         left = np.maximum(job.work - np.arange(self.K) * self.q, 0.0)
         self.net_need = ceil_slots(left / job.max_rate + job.overhead_h, self.dt)
         self.net_left = left > 1e-9 * max(1, job.work)
+        # the levels where the net fires are those below a count (need never grows with work done): found by search
+        self.net_prefix = bool(np.all(np.diff(self.net_need) <= 0) and np.all(np.diff(self.net_left.astype(int)) <= 0))
+        self.net_rising = -self.net_need  # ascending where it is a prefix
+        self.net_behind = int(self.net_left.sum())
 
     def _index(self, pending: float) -> int:
         for i, x in enumerate(self.pend):
@@ -260,6 +267,7 @@ class ZonesDP:
         not_from_self = valid & goes_on
         stay_ends, launch_ends = stays & ends[:, :, None], valid & ends
         strict = self.keep_net == "strict" and Z > 1  # the strict net counts no spot work in a slot that moves
+        finite = bool(np.isfinite(SP).all() and np.isfinite(OD).all() and np.isfinite(self.E).all())
         V = np.full((M, P, 1), INF)  # levels [a, b) at a slot's start
         V[m0, p0, 0] = 0.0
         pointers: list[tuple[int, np.ndarray]] = []
@@ -276,39 +284,42 @@ class ZonesDP:
             Vn = np.full((M, P, nh), INF)
             code = np.full((M, P, nh), -1, dtype=np.int32)  # source mode * P + source pending, x2, + kind (1 = stay)
             code[0, 0] = 1
+            # a run's best pending value per level (J, levels); idle and never-started states hold pending 0 only
+            vr, ir = _first_min(V[R:].transpose(1, 0, 2), finite)
             s0 = max(a, lo)
             if b > s0:  # never started: stays; idle in zone z: from idle there or stopping a run there
                 Vn[0, 0, s0 - lo:b - lo] = V[0, 0, s0 - a:]
-                block = V[self.idle_sources, :, s0 - a:].reshape(Z, -1, b - s0)  # (Z, sources x P, levels)
-                arg = block.argmin(axis=1)
-                Vn[1:R, 0, s0 - lo:b - lo] = np.take_along_axis(block, arg[:, None], axis=1)[:, 0]
-                code[1:R, 0, s0 - lo:b - lo] = (np.take_along_axis(self.idle_sources, arg // P, axis=1) * P
-                                                + arg % P) * 2 + 1
+                c = s0 - a  # sources in the loop's order: idle there, then each allocation's run (its best pending)
+                values = np.concatenate([V[1:R, 0, None, c:], vr[:, c:].reshape(Z, NA, -1)], axis=1)
+                codes = np.concatenate([np.broadcast_to(self.idle_code[:, None, None], (Z, 1, nb - c)),
+                                        ((self.j_mode[:, None] * P + ir[:, c:]) * 2 + 1).reshape(Z, NA, -1)], axis=1)
+                Vn[1:R, 0, s0 - lo:b - lo], code[1:R, 0, s0 - lo:b - lo] = _first_min(
+                    values.transpose(1, 0, 2), finite, codes.transpose(1, 0, 2))
             # launches: from the best source over pending values, plus the egress to the zone
-            Vmin = V.min(axis=1)  # (M, levels)
-            pmin = V.argmin(axis=1)
+            Vmin = np.concatenate([V[:R, 0], vr])  # (M, levels)
+            pmin = np.concatenate([np.zeros((R, nb), dtype=ir.dtype), ir])
             with np.errstate(invalid="ignore"):
                 L = Vmin[:, None, :] + self.E_src[:, :, None]  # (M, Z, levels)
             if strict:
                 fires = self._net_fires(t0 + t, a, b)
                 if fires.any():
                     L = np.where(self.moving[:, :, None] & fires[None, None, :], INF, L)
-            Lsrc = np.argmin(L, axis=0)  # (Z, levels)
-            src_mode = Lsrc[jz]  # (J, levels)
-            own = not_from_self[t][:, None] & (src_mode == (R + np.arange(J))[:, None])
+            Lval, Lsrc = _first_min(L, finite)  # (Z, levels)
+            src, src_mode = Lval[jz], Lsrc[jz]  # (J, levels)
+            own = not_from_self[t][:, None] & (src_mode == self.j_mode[:, None])
             if own.any():  # the best source but the run itself
                 L2 = L.copy()
-                np.put_along_axis(L2, Lsrc[None], INF, axis=0)
-                src_mode = np.where(own, np.argmin(L2, axis=0)[jz], src_mode)
+                L2.reshape(M, -1)[Lsrc.ravel(), np.arange(Z * nb)] = INF
+                val2, src2 = _first_min(L2, finite)
+                src, src_mode = np.where(own, val2[jz], src), np.where(own, src2[jz], src_mode)
             levels = np.arange(nb)
-            src = L[src_mode, jz[:, None], levels]  # (J, levels)
             g0 = max(lo, a)  # the levels a run can reach: [g0, hi)
             if hi > g0:
                 for i in range(F):
-                    rows = self.froms[:, i]
+                    rows = V[R:] if F == 1 else V[self.froms[:, i]]  # (J, P, levels)
                     for p in range(P):
-                        self._relax(Vn[R:, self.next_p[p]], code[R:, self.next_p[p]], V[rows, p],
-                                    self.stay_shift[:, p], stay_cost[t, :, i], self.stay_code[:, i, p], a, g0, lo, mp)
+                        self._relax(Vn[R:, self.next_p[p]], code[R:, self.next_p[p]], rows[:, p],
+                                    self.stay_shift[p], stay_cost[t, :, i], self.stay_code[:, i, p], a, g0, lo, mp)
                 launch_code = (src_mode * P + pmin[src_mode, levels]) * 2
                 self._relax(Vn[R:, self.next_launch], code[R:, self.next_launch], src, self.launch_shift,
                             launch_cost[t], launch_code, a, g0, lo, mp)
@@ -317,8 +328,10 @@ class ZonesDP:
                 best = self._finish(best, t, t0, V, a, f0, src, src_mode, pmin, price[t], stay_ends[t],
                                     launch_ends[t])
             if self.keep_net != "off" and nh > 0:
-                fires = self._net_fires(t0 + t, lo, hi)
-                Vn[self.net_modes] = np.where(fires, INF, Vn[self.net_modes])
+                if self.net_prefix:  # the net fires on the levels below one: no more work can be that far behind
+                    Vn[self.net_modes, :, :max(min(self._net_count(t0 + t), hi) - lo, 0)] = INF
+                else:
+                    Vn[self.net_modes] = np.where(self._net_fires(t0 + t, lo, hi), INF, Vn[self.net_modes])
             pointers.append((lo, code.astype(self.code_dtype)))
             V = Vn
             a = lo
@@ -333,14 +346,15 @@ class ZonesDP:
         return self._plan(pointers, None, best[1], True, best[0], started, T)
 
     @staticmethod
-    def _relax(Vt: np.ndarray, Ct: np.ndarray, src: np.ndarray, shift: np.ndarray, cost: np.ndarray,
+    def _relax(Vt: np.ndarray, Ct: np.ndarray, src: np.ndarray, shift: int | np.ndarray, cost: np.ndarray,
                src_code: np.ndarray, a: int, g0: int, lo: int, mp: int) -> None:
         """One source per run (J, levels [a, ...)) into its target pending value (`Vt`, `Ct`: (J, levels [lo, hi))):
-        level w + shift[j] costs src + cost[j]; a target takes it only where strictly better."""
+        level w + shift (per run, or one for all) costs src + cost[j]; a target takes it only where strictly
+        better."""
         J, nb = src.shape
         hi = lo + Vt.shape[1]
-        if (shift == shift[0]).all():  # one shift: slices
-            s = int(shift[0])
+        if isinstance(shift, int):  # one shift: slices
+            s = shift
             l0, l1 = max(g0, a + s), min(hi, a + nb + s)
             if l1 <= l0:
                 return
@@ -351,7 +365,7 @@ class ZonesDP:
             codes = src_code[:, l0 - s - a:l1 - s - a] if src_code.ndim == 2 else src_code[:, None]
             np.copyto(Ct[:, l0 - lo:l1 - lo], codes, where=better)
             return
-        pad = np.full((J, nb + 2 * mp), INF)
+        pad = np.full((J, nb + 2 * mp), np.inf)
         pad[:, mp:mp + nb] = src
         cols = (g0 - a + mp) + np.arange(hi - g0)[None, :] - shift[:, None]
         cand = np.take_along_axis(pad, cols, axis=1) + cost[:, None]
@@ -375,6 +389,12 @@ class ZonesDP:
         fires = need > slots if self.keep_net == "strict" else need >= slots
         return fires & self.net_left[lo:hi]
 
+    def _net_count(self, t: int) -> int:
+        """How many levels from 0 up the net fires at after slot t (absolute), where they are a prefix."""
+        slots = floor_slots(self.job.hard_deadline_h - (t + 1) * self.dt, self.dt)
+        side = "left" if self.keep_net == "strict" else "right"  # need > slots, or need >= slots
+        return min(int(np.searchsorted(self.net_rising, -slots, side=side)), self.net_behind)
+
     def _finish(self, best, t: int, t0: int, V: np.ndarray, a: int, f0: int, src: np.ndarray, src_mode: np.ndarray,
                 pmin: np.ndarray, price: np.ndarray, stay_ends: np.ndarray, launch_ends: np.ndarray):
         """The best completion in slot t, from levels [f0, b) of the band [a, b): `best` unless one is strictly
@@ -388,10 +408,10 @@ class ZonesDP:
             sv = V[self.froms[:, :, None], np.arange(P)[None, None, :], c0:]
             obj = self._objective(sv, w, self.lost[None, None, :, None], rate[:, None, None, None],
                                   price[:, None, None, None], t0 + t)
-            ok = (w[None, None, None, :] + self.stay_shift[:, None, :, None] >= K) & stay_ends[:, :, None, None]
+            ok = (w[None, None, None, :] + self.prog[self.j_alloc][:, None, :, None] >= K) & stay_ends[:, :, None, None]
             obj = np.where(ok & np.isfinite(obj), obj, np.inf).reshape(J, F * P, -1)
             lv = self._objective(src[:, c0:], w, self.lost_launch, rate[:, None], price[:, None], t0 + t)
-            ok = (w[None, :] + self.launch_shift[:, None] >= K) & launch_ends[:, None]
+            ok = (w[None, :] + self.prog_launch[self.j_alloc][:, None] >= K) & launch_ends[:, None]
             lv = np.where(ok & np.isfinite(lv), lv, np.inf)
         allobj = np.concatenate([obj, lv[:, None, :]], axis=1)  # (J, sources, levels), in the loop's order
         i = int(np.argmin(allobj))
@@ -448,6 +468,30 @@ class ZonesDP:
         z, x = divmod(m - 1 - self.Z, self.NA)
         c, k = self.alloc[x]
         zone[t], s[t], o[t] = z, k, c - k
+
+
+def _one_or_all(shift: np.ndarray) -> int | np.ndarray:
+    """The shift every run shares, or each run's."""
+    return int(shift[0]) if (shift == shift[0]).all() else shift
+
+
+def _first_min(x: np.ndarray, finite: bool, codes: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The least value over axis 0 and the first index holding it, as `np.argmin` gives them, or that row's entry
+    of `codes` (shaped as x): row by row, a later row taken only where strictly smaller (without NaN, quicker than
+    `np.argmin` over a short axis that is not the last); where NaN may be, `np.argmin` itself."""
+    if not finite:
+        i = np.argmin(x, axis=0)[None]
+        return np.take_along_axis(x, i, axis=0)[0], (i[0] if codes is None else np.take_along_axis(codes, i, axis=0)[0])
+    v = x[0].copy()
+    out = np.zeros(v.shape, dtype=np.intp) if codes is None else codes[0].copy()
+    for i in range(1, x.shape[0]):
+        later = x[i] < v
+        np.copyto(v, x[i], where=later)
+        if codes is None:
+            out[later] = i
+        else:
+            np.copyto(out, codes[i], where=later)
+    return v, out
 
 
 def _place(plan: ZonePlan, has: np.ndarray, final_zone: int) -> ZonePlan:
