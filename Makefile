@@ -59,6 +59,7 @@ bench: setup
 	$(PY) benchmarks/bench_leaderboard.py
 	$(PY) benchmarks/bench_rl.py
 	$(PY) benchmarks/bench_zones.py
+	$(PY) benchmarks/bench_chc_zones.py
 
 clean:
 	rm -rf build .pytest_cache .hypothesis

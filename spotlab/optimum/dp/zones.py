@@ -110,6 +110,45 @@ class ZonesDP:
         self._folded: ZonesDP | None = None
         codes = self.M * self.P * 2
         self.code_dtype = np.uint8 if codes < 255 else np.uint16 if codes < 65535 else np.int32
+        self.max_prog = int(max(self.prog.max(), self.prog_launch.max()))
+        self._tables()
+
+    def _tables(self) -> None:
+        """What every solve of this job and these rules shares: the runs j = z * NA + x (zone z, allocation x),
+        the modes each may go on from (itself; with free moves across zones, the same allocation in any zone),
+        the sources of each zone's idle state, egress by source mode, and the net's slots needed per level."""
+        Z, NA, M, P = self.Z, self.NA, self.M, self.P
+        run_modes = np.array([[self.run_mode(z, x) for x in range(NA)] for z in range(Z)]).reshape(Z, NA)
+        self.j_zone = np.repeat(np.arange(Z), NA)
+        self.j_alloc = np.tile(np.arange(NA), Z)
+        free_across = self.settings.moves == "free" and Z > 1
+        self.froms = run_modes[:, self.j_alloc].T if free_across else run_modes.reshape(-1, 1)  # (J, F)
+        self.stay_code = (self.froms[:, :, None] * P + np.arange(P)[None, None, :]) * 2 + 1  # (J, F, P)
+        # levels a slot of the run adds, per run (J,) for each pending value, and after a launch; one number where
+        # every run adds the same
+        self.stay_shift = [_one_or_all(self.prog[self.j_alloc, p]) for p in range(P)]
+        self.launch_shift = _one_or_all(self.prog_launch[self.j_alloc])
+        self.j_mode = run_modes.ravel()
+        self.idle_code = (1 + np.arange(Z)) * P * 2 + 1  # idle from idle (pending 0), kind "stay"
+        # the zone each idle/run mode leaves egress from; the never-started mode pays none
+        src_zone = np.full(M, -1)
+        for z in range(Z):
+            src_zone[1 + z] = z
+            src_zone[run_modes[z]] = z
+        self.E_src = np.zeros((M, Z))
+        has = src_zone >= 0
+        self.E_src[has] = self.E[src_zone[has]]
+        self.moving = np.where(src_zone >= 0, src_zone, 0)[:, None] != np.arange(Z)[None, :]  # (M, Z): a launch moves
+        full_od = [x for x in range(NA) if self.alloc_c[x] == self.n and self.alloc_k[x] == 0]
+        self.net_modes = np.array([m for m in range(M) if m not in set(run_modes[:, full_od].ravel())])
+        job = self.job
+        left = np.maximum(job.work - np.arange(self.K) * self.q, 0.0)
+        self.net_need = ceil_slots(left / job.max_rate + job.overhead_h, self.dt)
+        self.net_left = left > 1e-9 * max(1, job.work)
+        # the levels where the net fires are those below a count (need never grows with work done): found by search
+        self.net_prefix = bool(np.all(np.diff(self.net_need) <= 0) and np.all(np.diff(self.net_left.astype(int)) <= 0))
+        self.net_rising = -self.net_need  # ascending where it is a prefix
+        self.net_behind = int(self.net_left.sum())
 
     def _index(self, pending: float) -> int:
         for i, x in enumerate(self.pend):
@@ -194,176 +233,206 @@ class ZonesDP:
                finish_ok: np.ndarray | None, start: ZoneStart | None = None) -> ZonePlan:
         """The DP proper. `cont` (Z, n+1, T), where given, says where a run with k spot GPUs may go on into slot t
         without a restart (default: wherever the zone has k); `finish_ok` (same shape) where the job may complete;
-        `start` where the plan starts (default: slot 0 of the window, never started, no work done)."""
+        `start` where the plan starts (default: slot 0 of the window, never started, no work done).
+
+        Only the band of levels that may hold a value is kept, slot by slot: from the lowest that can still finish
+        in the slots left to the highest the slots so far can reach from the start. Every (zone, allocation) is
+        updated at once, its sources tried in the order a loop over them would (the modes a run may go on from,
+        the overhead left, then a launch), a state taking a source only where it is strictly better: the values,
+        ties and plans of that loop."""
         started = time.perf_counter()
-        job, Z, P, K, dt = self.job, self.Z, self.P, self.K, self.dt
+        job, Z, P, K, NA, M = self.job, self.Z, self.P, self.K, self.NA, self.M
         T = A.shape[1]
         t0, m0, p0, w0 = self._start(start)
-        max_prog = int(max(self.prog.max(), self.prog_launch.max()))
-        if T * self.M * P * (K + 1) > self.max_cells * 8:
-            raise SolverError(f"the optimum across zones would keep {T * self.M * P * (K + 1):,} states; "
+        mp = self.max_prog
+        if T * M * P * (K + 1) > self.max_cells * 8:
+            raise SolverError(f"the optimum across zones would keep {T * M * P * (K + 1):,} states; "
                               "shorten the window or coarsen the slots")
-        INF = np.inf
-        NA, ac, ak = self.NA, self.alloc_c, self.alloc_k
-        run_modes = np.array([[self.run_mode(z, x) for x in range(NA)] for z in range(Z)])  # (Z, NA)
-        V = np.full((self.M, P, K), INF)
         if w0 >= K:
             raise SolverError("the job is already done: nothing to plan")
-        V[m0, p0, w0] = 0.0
-        # the mode each zone's idle/run states leave egress from; the never-started state pays none
-        src_zone = np.full(self.M, -1)
-        for z in range(Z):
-            src_zone[1 + z] = z
-            src_zone[run_modes[z]] = z
-        E_src = np.zeros((self.M, Z))
-        has = src_zone >= 0
-        E_src[has] = self.E[src_zone[has]]
-        moving = np.where(src_zone >= 0, src_zone, 0)[:, None] != np.arange(Z)[None, :]  # (M, Z): a launch moves
+        INF = np.inf
+        R, J, F = 1 + Z, Z * NA, self.froms.shape[1]
+        jz, jx = self.j_zone, self.j_alloc
+        jk, jc = self.alloc_k[jx], self.alloc_c[jx]
+        # per slot and (zone, allocation) j = z * NA + x, (T, J): can be had, price an hour, may go on, may complete
+        valid = jk[None, :] <= A[jz].T
+        price = (jc - jk)[None, :] * OD[jz].T + jk[None, :] * SP[jz].T
+        cost = price * self.dt
+        goes_on = np.ones((T, J), dtype=bool) if cont is None else cont[jz, jk, :T].T
+        ends = np.ones((T, J), dtype=bool) if finish_ok is None else finish_ok[jz, jk, :T].T
+        stays = valid[:, :, None] & goes_on[:, :, None] & valid[:, self.froms - R]  # (T, J, F)
+        stay_cost = np.where(stays, cost[:, :, None], INF)
+        launch_cost = np.where(valid, cost, INF)
+        # a launch where the run could go on is a restart in place, which the engine does not make: not from itself
+        not_from_self = valid & goes_on
+        stay_ends, launch_ends = stays & ends[:, :, None], valid & ends
+        strict = self.keep_net == "strict" and Z > 1  # the strict net counts no spot work in a slot that moves
+        finite = bool(np.isfinite(SP).all() and np.isfinite(OD).all() and np.isfinite(self.E).all())
+        V = np.full((M, P, 1), INF)  # levels [a, b) at a slot's start
+        V[m0, p0, 0] = 0.0
         pointers: list[tuple[int, np.ndarray]] = []
-        full_od = [x for x in range(NA) if ac[x] == self.n and ak[x] == 0]
-        net_modes = np.array([m for m in range(self.M) if m not in set(run_modes[:, full_od].ravel())])
-        best = (INF, None)  # objective, (t, mode, pending, w, kind, code)
-        bill_last = self.bill_last
-        full = self.settings.billing == "full"
-        a = w0  # levels [a, b) are the only ones that may hold a value at a slot's start
+        best = (INF, None)  # objective, (t, mode, source mode, source pending, kind, level)
+        a = w0
         for t in range(T):
-            b = min(K, w0 + t * max_prog + 1)
+            b = min(K, w0 + t * mp + 1)
             if b <= a:  # no level left that can still finish in time
                 break
-            w_idx = np.arange(a, b)
-            Vb = V[:, :, a:b]
-            valid = ak[None, :] <= A[:, t][:, None]  # (Z, NA): the allocation's spot GPUs can be had in zone z
-            price = (ac - ak)[None, :] * OD[:, t][:, None] + ak[None, :] * SP[:, t][:, None]  # per hour (Z, NA)
-            Vn = np.full_like(V, INF)
-            code = np.full(V.shape, -1, dtype=np.int32)  # source mode * P + source pending, x2, + kind (1 = stay)
-
-            # never started: stays
-            Vn[0, 0] = V[0, 0]
-            code[0, 0] = 0 * 2 + 1
-            # idle in zone z: from idle there or stopping a run there (no cost, no work; the pending is moot)
-            for z in range(Z):
-                srcs = np.concatenate([[1 + z], run_modes[z]])
-                block = Vb[srcs].reshape(-1, b - a)  # (sources x P, levels)
-                arg = np.argmin(block, axis=0)
-                Vn[1 + z, 0, a:b] = block[arg, w_idx - a]
-                code[1 + z, 0, a:b] = (srcs[arg // P] * P + arg % P) * 2 + 1
+            nb = b - a
+            lo = min(max(K - (T - t - 1) * mp, 0), K) if self.must_finish else 0  # lower: cannot finish
+            hi = min(K, w0 + (t + 1) * mp + 1)  # nothing above can be reached yet
+            nh = max(hi - lo, 0)
+            Vn = np.full((M, P, nh), INF)
+            code = np.full((M, P, nh), -1, dtype=np.int32)  # source mode * P + source pending, x2, + kind (1 = stay)
+            code[0, 0] = 1
+            # a run's best pending value per level (J, levels); idle and never-started states hold pending 0 only
+            vr, ir = _first_min(V[R:].transpose(1, 0, 2), finite)
+            s0 = max(a, lo)
+            if b > s0:  # never started: stays; idle in zone z: from idle there or stopping a run there
+                Vn[0, 0, s0 - lo:b - lo] = V[0, 0, s0 - a:]
+                c = s0 - a  # sources in the loop's order: idle there, then each allocation's run (its best pending)
+                values = np.concatenate([V[1:R, 0, None, c:], vr[:, c:].reshape(Z, NA, -1)], axis=1)
+                codes = np.concatenate([np.broadcast_to(self.idle_code[:, None, None], (Z, 1, nb - c)),
+                                        ((self.j_mode[:, None] * P + ir[:, c:]) * 2 + 1).reshape(Z, NA, -1)], axis=1)
+                Vn[1:R, 0, s0 - lo:b - lo], code[1:R, 0, s0 - lo:b - lo] = _first_min(
+                    values.transpose(1, 0, 2), finite, codes.transpose(1, 0, 2))
             # launches: from the best source over pending values, plus the egress to the zone
-            Vmin = Vb.min(axis=1)  # (M, levels)
-            pmin = Vb.argmin(axis=1)
+            Vmin = np.concatenate([V[:R, 0], vr])  # (M, levels)
+            pmin = np.concatenate([np.zeros((R, nb), dtype=ir.dtype), ir])
             with np.errstate(invalid="ignore"):
-                L = Vmin[:, None, :] + E_src[:, :, None]  # (M, Z, K)
-            if self.keep_net == "strict" and Z > 1:  # the strict net counts no spot work in a slot that moves
-                fires = self._net_fires(t0 + t, w_idx)
+                L = Vmin[:, None, :] + self.E_src[:, :, None]  # (M, Z, levels)
+            if strict:
+                fires = self._net_fires(t0 + t, a, b)
                 if fires.any():
-                    L = np.where(moving[:, :, None] & fires[None, None, :], INF, L)
-            Lsrc = np.argmin(L, axis=0)  # (Z, K)
-            Lval = np.take_along_axis(L, Lsrc[None], axis=0)[0]  # (Z, K)
-            for z in range(Z):
-                for x in range(NA):
-                    if not valid[z, x]:
-                        continue
-                    k, rate = int(ak[x]), float(self.rates[x])
-                    m = run_modes[z, x]
-                    cost = price[z, x] * dt
-                    ends_here = finish_ok is None or finish_ok[z, k, t]
-                    # stay (and, with free moves, arrive from the same allocation in another zone that still has it)
-                    if cont is not None and not cont[z, k, t]:
-                        froms = []
-                    elif self.settings.moves == "free" and Z > 1:
-                        froms = [run_modes[zs, x] for zs in range(Z) if valid[zs, x]]
-                    else:
-                        froms = [m]
-                    for ms in froms:
-                        for p in range(P):
-                            src = Vb[ms, p]
-                            if not np.isfinite(src).any():
-                                continue
-                            dest = w_idx + self.prog[x, p]
-                            fin = dest >= K
-                            if (~fin).any():
-                                cand = src[~fin] + cost
-                                tgt = dest[~fin]
-                                pn = self.next_p[p]
-                                better = cand < Vn[m, pn, tgt]
-                                Vn[m, pn, tgt[better]] = cand[better]
-                                code[m, pn, tgt[better]] = (ms * P + p) * 2 + 1
-                            if fin.any() and ends_here:
-                                best = self._finish(best, t, src, fin, w_idx, self.lost[p], price[z, x], rate,
-                                                    full, bill_last, (t, m, ms, p, 1), t0=t0)
-                    # launch (a restart in place where the run could go on is no restart in the engine)
-                    src, src_mode = Lval[z], Lsrc[z]
-                    if froms and m in froms:
-                        Lm = L[:, z, :].copy()
-                        Lm[m] = INF
-                        src_mode = np.argmin(Lm, axis=0)
-                        src = Lm[src_mode, w_idx - a]
-                    dest = w_idx + self.prog_launch[x]
-                    fin = dest >= K
-                    if (~fin).any():
-                        cand = src[~fin] + cost
-                        tgt = dest[~fin]
-                        pn = self.next_launch
-                        better = cand < Vn[m, pn, tgt]
-                        ms = src_mode[~fin][better]
-                        ps = pmin[ms, w_idx[~fin][better] - a]
-                        Vn[m, pn, tgt[better]] = cand[better]
-                        code[m, pn, tgt[better]] = (ms * P + ps) * 2
-                    if fin.any() and ends_here:
-                        best = self._finish(best, t, src, fin, w_idx, self.lost_launch, price[z, x], rate, full,
-                                            bill_last, (t, m, -1, -1, 0), launch_src=(src_mode, pmin, a), t0=t0)
-            lo = 0
-            if self.must_finish:  # a level too low to finish in the slots left is dropped
-                lo = min(max(K - (T - t - 1) * max_prog, 0), K)
-                Vn[:, :, :lo] = INF
-            hi = min(K, w0 + (t + 1) * max_prog + 1)  # nothing above can be reached yet
-            if self.keep_net != "off" and lo < hi:
-                Vn[net_modes, :, lo:hi] = np.where(self._net_fires(t0 + t, np.arange(lo, hi)), INF,
-                                                   Vn[net_modes, :, lo:hi])
-            pointers.append((lo, code[:, :, lo:hi].astype(self.code_dtype)))
+                    L = np.where(self.moving[:, :, None] & fires[None, None, :], INF, L)
+            Lval, Lsrc = _first_min(L, finite)  # (Z, levels)
+            src, src_mode = Lval[jz], Lsrc[jz]  # (J, levels)
+            own = not_from_self[t][:, None] & (src_mode == self.j_mode[:, None])
+            if own.any():  # the best source but the run itself
+                L2 = L.copy()
+                L2.reshape(M, -1)[Lsrc.ravel(), np.arange(Z * nb)] = INF
+                val2, src2 = _first_min(L2, finite)
+                src, src_mode = np.where(own, val2[jz], src), np.where(own, src2[jz], src_mode)
+            levels = np.arange(nb)
+            g0 = max(lo, a)  # the levels a run can reach: [g0, hi)
+            if hi > g0:
+                for i in range(F):
+                    rows = V[R:] if F == 1 else V[self.froms[:, i]]  # (J, P, levels)
+                    for p in range(P):
+                        self._relax(Vn[R:, self.next_p[p]], code[R:, self.next_p[p]], rows[:, p],
+                                    self.stay_shift[p], stay_cost[t, :, i], self.stay_code[:, i, p], a, g0, lo, mp)
+                launch_code = (src_mode * P + pmin[src_mode, levels]) * 2
+                self._relax(Vn[R:, self.next_launch], code[R:, self.next_launch], src, self.launch_shift,
+                            launch_cost[t], launch_code, a, g0, lo, mp)
+            f0 = max(a, K - mp)  # completions: from the top levels only
+            if f0 < b:
+                best = self._finish(best, t, t0, V, a, f0, src, src_mode, pmin, price[t], stay_ends[t],
+                                    launch_ends[t])
+            if self.keep_net != "off" and nh > 0:
+                if self.net_prefix:  # the net fires on the levels below one: no more work can be that far behind
+                    Vn[self.net_modes, :, :max(min(self._net_count(t0 + t), hi) - lo, 0)] = INF
+                else:
+                    Vn[self.net_modes] = np.where(self._net_fires(t0 + t, lo, hi), INF, Vn[self.net_modes])
+            pointers.append((lo, code.astype(self.code_dtype)))
             V = Vn
             a = lo
-        unfinished = (INF, None)
         if not self.must_finish:
             flat = int(np.argmin(V))
             m, p, w = np.unravel_index(flat, V.shape)
-            unfinished = (float(V[m, p, w]) + job.miss_penalty, (T - 1, int(m), int(p), int(w)))
+            unfinished = (float(V[m, p, w]) + job.miss_penalty, (T - 1, int(m), int(p), int(w) + a))
             if unfinished[0] < best[0]:
                 return self._plan(pointers, unfinished[1], None, False, unfinished[0], started, T)
         if best[1] is None:
             raise SolverError("no schedule finishes the job by its deadline in this window (not even on demand)")
         return self._plan(pointers, None, best[1], True, best[0], started, T)
 
-    def _net_fires(self, t: int, levels: np.ndarray) -> np.ndarray:
-        """Where the safety net would take over after slot t (absolute) at these work levels: N_max on-demand GPUs
+    @staticmethod
+    def _relax(Vt: np.ndarray, Ct: np.ndarray, src: np.ndarray, shift: int | np.ndarray, cost: np.ndarray,
+               src_code: np.ndarray, a: int, g0: int, lo: int, mp: int) -> None:
+        """One source per run (J, levels [a, ...)) into its target pending value (`Vt`, `Ct`: (J, levels [lo, hi))):
+        level w + shift (per run, or one for all) costs src + cost[j]; a target takes it only where strictly
+        better."""
+        J, nb = src.shape
+        hi = lo + Vt.shape[1]
+        if isinstance(shift, int):  # one shift: slices
+            s = shift
+            l0, l1 = max(g0, a + s), min(hi, a + nb + s)
+            if l1 <= l0:
+                return
+            cand = src[:, l0 - s - a:l1 - s - a] + cost[:, None]
+            cur = Vt[:, l0 - lo:l1 - lo]
+            better = cand < cur
+            np.copyto(cur, cand, where=better)
+            codes = src_code[:, l0 - s - a:l1 - s - a] if src_code.ndim == 2 else src_code[:, None]
+            np.copyto(Ct[:, l0 - lo:l1 - lo], codes, where=better)
+            return
+        pad = np.full((J, nb + 2 * mp), np.inf)
+        pad[:, mp:mp + nb] = src
+        cols = (g0 - a + mp) + np.arange(hi - g0)[None, :] - shift[:, None]
+        cand = np.take_along_axis(pad, cols, axis=1) + cost[:, None]
+        cur = Vt[:, g0 - lo:]
+        better = cand < cur
+        np.copyto(cur, cand, where=better)
+        if src_code.ndim == 2:
+            cpad = np.zeros((J, nb + 2 * mp), dtype=src_code.dtype)
+            cpad[:, mp:mp + nb] = src_code
+            codes = np.take_along_axis(cpad, cols, axis=1)
+        else:
+            codes = src_code[:, None]
+        np.copyto(Ct[:, g0 - lo:], codes, where=better)
+
+    def _net_fires(self, t: int, lo: int, hi: int) -> np.ndarray:
+        """Where the safety net would take over after slot t (absolute) at work levels [lo, hi): N_max on-demand GPUs
         after one more restart could no longer finish in the slots left (strict), or would need every one of them
         (the Can't Be Late guard and SkyNomad's latch; `policies.safety_net`)."""
-        job = self.job
-        left = np.maximum(job.work - levels * self.q, 0.0)
-        need = ceil_slots(left / job.max_rate + job.overhead_h, self.dt)
-        slots = floor_slots(job.hard_deadline_h - (t + 1) * self.dt, self.dt)
+        slots = floor_slots(self.job.hard_deadline_h - (t + 1) * self.dt, self.dt)
+        need = self.net_need[lo:hi]
         fires = need > slots if self.keep_net == "strict" else need >= slots
-        return fires & (left > 1e-9 * max(1, job.work))
+        return fires & self.net_left[lo:hi]
 
-    def _finish(self, best, t, src, fin, w_idx, lost, price, rate, full, bill_last, where, launch_src=None,
-                t0: int = 0):
-        """The best completion among the sources that finish in slot t (a run doing `rate` work an hour)."""
-        left = (self.job.work - w_idx[fin] * self.q) / rate
-        used = lost + left
-        billed = self.dt if full else np.minimum(used, self.dt)
-        cost = price * billed if bill_last else 0.0
-        completion = (t0 + t) * self.dt + np.minimum(used, self.dt)
-        obj = src[fin] + cost - self.job.value_at(completion)
-        if not np.isfinite(obj).any():
+    def _net_count(self, t: int) -> int:
+        """How many levels from 0 up the net fires at after slot t (absolute), where they are a prefix."""
+        slots = floor_slots(self.job.hard_deadline_h - (t + 1) * self.dt, self.dt)
+        side = "left" if self.keep_net == "strict" else "right"  # need > slots, or need >= slots
+        return min(int(np.searchsorted(self.net_rising, -slots, side=side)), self.net_behind)
+
+    def _finish(self, best, t: int, t0: int, V: np.ndarray, a: int, f0: int, src: np.ndarray, src_mode: np.ndarray,
+                pmin: np.ndarray, price: np.ndarray, stay_ends: np.ndarray, launch_ends: np.ndarray):
+        """The best completion in slot t, from levels [f0, b) of the band [a, b): `best` unless one is strictly
+        better, the first such in the order of the DP's loop (zone, allocation, its sources, level)."""
+        R, J, F, P, K = 1 + self.Z, self.Z * self.NA, self.froms.shape[1], self.P, self.K
+        c0 = f0 - a
+        w = np.arange(f0, a + V.shape[2])  # the levels
+        rate = self.rates[self.j_alloc]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            # stays (J, F, P, levels), then launches (J, levels)
+            sv = V[self.froms[:, :, None], np.arange(P)[None, None, :], c0:]
+            obj = self._objective(sv, w, self.lost[None, None, :, None], rate[:, None, None, None],
+                                  price[:, None, None, None], t0 + t)
+            ok = (w[None, None, None, :] + self.prog[self.j_alloc][:, None, :, None] >= K) & stay_ends[:, :, None, None]
+            obj = np.where(ok & np.isfinite(obj), obj, np.inf).reshape(J, F * P, -1)
+            lv = self._objective(src[:, c0:], w, self.lost_launch, rate[:, None], price[:, None], t0 + t)
+            ok = (w[None, :] + self.prog_launch[self.j_alloc][:, None] >= K) & launch_ends[:, None]
+            lv = np.where(ok & np.isfinite(lv), lv, np.inf)
+        allobj = np.concatenate([obj, lv[:, None, :]], axis=1)  # (J, sources, levels), in the loop's order
+        i = int(np.argmin(allobj))
+        value = float(allobj.flat[i])
+        if not value < best[0]:
             return best
-        i = int(np.nanargmin(np.where(np.isfinite(obj), obj, np.inf)))
-        if obj[i] < best[0]:
-            w = int(w_idx[fin][i])
-            if launch_src is not None:
-                Lsrc, pmin, a = launch_src
-                ms = int(Lsrc[w - a])
-                return float(obj[i]), (t, where[1], ms, int(pmin[ms, w - a]), 0, w)
-            return float(obj[i]), (t, where[1], where[2], where[3], 1, w)
-        return best
+        j, c, k = np.unravel_index(i, allobj.shape)
+        if c < F * P:
+            return value, (t, R + int(j), int(self.froms[j, c // P]), int(c % P), 1, int(w[k]))
+        ms = int(src_mode[j, c0 + k])
+        return value, (t, R + int(j), ms, int(pmin[ms, c0 + k]), 0, int(w[k]))
+
+    def _objective(self, src, w, lost, rate, price, t: int):
+        """Objective of completing in slot t (absolute) from level w with `src` so far, a run doing `rate` work an
+        hour after `lost` hours of overhead, at `price` an hour."""
+        left = (self.job.work - w * self.q) / rate
+        used = lost + left
+        billed = self.dt if self.settings.billing == "full" else np.minimum(used, self.dt)
+        cost = price * billed if self.bill_last else 0.0
+        completion = t * self.dt + np.minimum(used, self.dt)
+        return src + cost - self.job.value_at(completion)
 
     def _plan(self, pointers, end_state, finish, done, objective, started, T: int) -> ZonePlan:
         """Read the plan back from the pointers: the run or idle state of every slot."""
@@ -399,6 +468,30 @@ class ZonesDP:
         z, x = divmod(m - 1 - self.Z, self.NA)
         c, k = self.alloc[x]
         zone[t], s[t], o[t] = z, k, c - k
+
+
+def _one_or_all(shift: np.ndarray) -> int | np.ndarray:
+    """The shift every run shares, or each run's."""
+    return int(shift[0]) if (shift == shift[0]).all() else shift
+
+
+def _first_min(x: np.ndarray, finite: bool, codes: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The least value over axis 0 and the first index holding it, as `np.argmin` gives them, or that row's entry
+    of `codes` (shaped as x): row by row, a later row taken only where strictly smaller (without NaN, quicker than
+    `np.argmin` over a short axis that is not the last); where NaN may be, `np.argmin` itself."""
+    if not finite:
+        i = np.argmin(x, axis=0)[None]
+        return np.take_along_axis(x, i, axis=0)[0], (i[0] if codes is None else np.take_along_axis(codes, i, axis=0)[0])
+    v = x[0].copy()
+    out = np.zeros(v.shape, dtype=np.intp) if codes is None else codes[0].copy()
+    for i in range(1, x.shape[0]):
+        later = x[i] < v
+        np.copyto(v, x[i], where=later)
+        if codes is None:
+            out[later] = i
+        else:
+            np.copyto(out, codes[i], where=later)
+    return v, out
 
 
 def _place(plan: ZonePlan, has: np.ndarray, final_zone: int) -> ZonePlan:
