@@ -16,7 +16,8 @@ ROOT = Path(__file__).resolve().parents[2]
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
-def kernel_manager_logging_to(log: Path, threads: int | None = None, cwd: str | Path | None = None) -> type:
+def kernel_manager_logging_to(log: Path, threads: int | None = None, cwd: str | Path | None = None,
+                              cells_to: str | None = None) -> type:
     """A kernel manager whose kernel writes its process-level stdout/stderr to `log`, started in `cwd`.
 
     The kernel gets its folder here, not from papermill's `cwd`: papermill changes the whole process's folder
@@ -28,6 +29,9 @@ def kernel_manager_logging_to(log: Path, threads: int | None = None, cwd: str | 
     small fits (ARIMA, boosting on a week of slots) the oversubscribed threads spin instead of working, which
     costs about twice the CPU for no gain in wall time.
 
+    With `cells_to` (a Dask scheduler's address), the kernel starts by sending its joblib work there
+    (`backends.dask_cluster.send_cells`): a notebook run on a cluster spreads its cells over the cluster.
+
     The kernel app logs a TCP warning and the shutdown interrupt of every point, and a race in ipykernel's
     shutdown sometimes logs a zmq traceback; none of it is the point's result (that is in the executed copy
     and the record), so it goes to the point's folder instead of the sweep's terminal.
@@ -38,6 +42,9 @@ def kernel_manager_logging_to(log: Path, threads: int | None = None, cwd: str | 
         async def _async_launch_kernel(self, kernel_cmd: list[str], **kw: Any) -> None:
             if cwd is not None:
                 kw["cwd"] = str(cwd)
+            if cells_to is not None:
+                kernel_cmd = [*kernel_cmd, "--IPKernelApp.exec_lines=from spotlab.notebooks.backends.dask_cluster "
+                              f"import send_cells; _spotlab_cells = send_cells({str(cells_to)!r})"]
             if threads is not None:
                 env = kw.setdefault("env", dict(os.environ))
                 for var in THREAD_VARIABLES:

@@ -38,12 +38,13 @@ def notebook_sources(folder: Path) -> list[Path]:
 
 def run_notebook(src: Path, build: Path, out_dir: Path, quick: bool, extra: dict | None = None,
                  force: bool = False, progress: bool | None = False, html_dir: Path | None = None,
-                 threads: int | None = None) -> dict:
+                 threads: int | None = None, cells_to: str | None = None) -> dict:
     """Convert and execute one notebook; returns a record with its status and wall time.
 
     `progress` shows a bar of the notebook's cells (None: when stderr is a terminal); `html_dir` gets a
     readable HTML copy of the executed notebook, figures included (also for a notebook that is not re-run);
-    `threads` caps the kernel's numerical thread pools (`execute.kernel_manager_logging_to`)."""
+    `threads` caps the kernel's numerical thread pools and `cells_to` sends its joblib work to that Dask scheduler
+    (`execute.kernel_manager_logging_to`)."""
     import jupytext
     import papermill as pm
 
@@ -76,7 +77,7 @@ def run_notebook(src: Path, build: Path, out_dir: Path, quick: bool, extra: dict
         pm.execute_notebook(str(ipynb), str(ex_dir / f"{src.stem}.ipynb"), parameters=params,
                             kernel_name="python3", progress_bar=bar,
                             kernel_manager_class=kernel_manager_logging_to(ex_dir / f"{src.stem}.kernel.log", threads,
-                                                                           cwd=ROOT))
+                                                                           cwd=ROOT, cells_to=cells_to))
         seconds = time.perf_counter() - started
         done_marker.write_text(json.dumps({"params": params, "seconds": seconds, "where": where}))
     if html_dir is not None:
@@ -100,13 +101,20 @@ def _cached(src: Path, done_marker: Path, ex_dir: Path, html_dir: Path | None) -
 
 def run_notebook_on_worker(src: Path, build: Path, out_dir: Path, quick: bool, force: bool,
                            html_dir: Path | None) -> dict:
-    """`run_notebook` as a Dask task: the kernel's thread pools share the worker machine's cores with the
-    worker's other task slots (`kernel_threads`)."""
-    from distributed import get_worker
+    """`run_notebook` as a Dask task whose experiments' cells are tasks of the same cluster. The notebook gives its
+    worker thread up while it runs (`secede`), so that its cells, and those of the notebooks beside it, find free
+    threads (a cluster of one-thread workers would otherwise wait forever); `reproduce` sends at most one notebook
+    per worker thread at a time. The kernel's own thread pools share the worker machine's cores (`kernel_threads`)."""
+    from distributed import get_worker, rejoin, secede
 
-    slots = int(getattr(get_worker(), "nthreads", 1) or 1)
-    return run_notebook(src, build, out_dir, quick, force=force, progress=False, html_dir=html_dir,
-                        threads=kernel_threads(slots, slots))
+    worker = get_worker()
+    slots = int(getattr(worker, "nthreads", 1) or 1)
+    secede()
+    try:
+        return run_notebook(src, build, out_dir, quick, force=force, progress=False, html_dir=html_dir,
+                            threads=kernel_threads(slots, slots), cells_to=str(worker.scheduler.address))
+    finally:
+        rejoin()
 
 
 def kernel_threads(jobs: int, notebooks: int, cores: int | None = None) -> int | None:
@@ -226,7 +234,7 @@ def reproduce(args: argparse.Namespace) -> int:
         if scheduler is not None and phase:  # each notebook a task on the cluster, longest first; absolute paths
             run_dask([Task(s.stem, run_notebook_on_worker, (s.resolve(), build.resolve(), out_dir.resolve(),
                                                             args.quick, args.force, html_dir and html_dir.resolve()))
-                      for s in phase], scheduler, on_done, error=ExperimentError, name="notebook")
+                      for s in phase], scheduler, on_done, error=ExperimentError, name="notebook", one_per_thread=True)
         elif phase:  # threads: each notebook runs in its own kernel process
             threads = kernel_threads(jobs, len(phase))
             one = partial(run_notebook, force=args.force, progress=cell_bars, html_dir=html_dir, threads=threads)

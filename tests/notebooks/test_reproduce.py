@@ -192,6 +192,69 @@ def test_quick_notebooks_on_a_cluster_give_the_local_numbers(tmp_path, cluster, 
         assert f"| {name} |" in report and w in report
 
 
+CELLS = """# ---
+# jupyter:
+#   kernelspec: {{display_name: Python 3, language: python, name: python3}}
+# ---
+
+# %% tags=["parameters"]
+out_dir = "."
+quick = False
+
+# %%
+import json
+import os
+from pathlib import Path
+
+from joblib import Parallel, delayed
+
+
+def cell(i):
+    import os
+    import sys
+    where = "local"
+    if "distributed" in sys.modules:
+        from distributed import get_worker
+        try:
+            where = get_worker().address
+        except ValueError:
+            pass
+    return i * i, os.getpid(), where
+
+
+got = Parallel(n_jobs=2)(delayed(cell)(i) for i in range(6))
+Path(out_dir, "{name}.csv").write_text("i,square\\n" + "".join(f"{{i}},{{sq}}\\n" for i, (sq, _, _) in enumerate(got)))
+Path(out_dir, "{name}.where").write_text(json.dumps({{"kernel": os.getpid(), "cells": [[p, w] for _, p, w in got]}}))
+"""
+
+
+@pytest.mark.slow
+def test_a_notebooks_cells_run_on_the_cluster(tmp_path, cluster):
+    """On a cluster of two one-thread workers, two notebooks at once each send their joblib cells to the workers
+    (none waits for a thread the notebooks hold) and write what a local run writes."""
+    import pandas as pd
+
+    nbs = tmp_path / "nbs"
+    nbs.mkdir()
+    for name in ("50_a", "51_b"):
+        (nbs / f"{name}.py").write_text(CELLS.format(name=name))
+    local = _reproduce("--notebooks", nbs, "--out", tmp_path / "L", "--build", tmp_path / "LB", "--no-html",
+                       "--jobs", "2")
+    _, err = local.communicate(timeout=300)
+    assert local.returncode == 0, err
+    dist = _reproduce("--notebooks", nbs, "--out", tmp_path / "C", "--build", tmp_path / "CB", "--no-html",
+                      "--scheduler", cluster.address)
+    out, err = dist.communicate(timeout=300)
+    assert dist.returncode == 0, err
+    for name in ("50_a", "51_b"):
+        pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "C" / f"{name}.csv"),
+                                      pd.read_csv(tmp_path / "L" / f"{name}.csv"), check_exact=True)
+        ran = json.loads((tmp_path / "C" / f"{name}.where").read_text())
+        assert all(w.startswith("tcp://127.0.0.1:") and p != ran["kernel"] for p, w in ran["cells"]), ran
+        here = json.loads((tmp_path / "L" / f"{name}.where").read_text())
+        assert all(w == "local" for _, w in here["cells"])
+
+
 @pytest.mark.slow
 def test_a_cluster_run_resumes_after_a_killed_worker_and_a_killed_client(tmp_path, cluster):
     """A worker killed mid-notebook: its notebook runs again on another worker. The client killed (SIGKILL):

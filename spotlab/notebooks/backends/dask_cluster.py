@@ -6,7 +6,8 @@ worker (up to the scheduler's `distributed.scheduler.allowed-failures`); a task 
 by the next run. Interrupting the client cancels the queued tasks; running ones finish on their workers (a
 task's lease, `leases.py`, keeps a rerun from starting it a second time beside them). Tasks are started in the
 order given (Dask priorities). An address that does not answer is one line (the caller's error) within
-`CONNECT_S` seconds.
+`CONNECT_S` seconds. A notebook run on the cluster sends its experiments' cells (joblib's `Parallel`) to the same
+cluster (`send_cells`).
 """
 
 from __future__ import annotations
@@ -68,16 +69,34 @@ def worker_address() -> str | None:
 
 
 def run_dask(tasks: Sequence[Task], scheduler: str, on_done: OnDone, retries: int = 0,
-             error: type[SpotlabError] = SpotlabError, name: str = "task") -> None:
-    """Run `tasks` on the cluster at `scheduler`, in their order; `on_done` takes each outcome."""
+             error: type[SpotlabError] = SpotlabError, name: str = "task", one_per_thread: bool = False) -> None:
+    """Run `tasks` on the cluster at `scheduler`, in their order; `on_done` takes each outcome. With
+    `one_per_thread`, at most one task per worker thread (as the cluster was at the start) is on the cluster at a
+    time, the next sent as one finishes: for tasks that give their thread up to tasks of their own (`secede`), which
+    the scheduler would otherwise start all at once."""
     from dask.distributed import as_completed
 
     with connect(scheduler, error) as client:
         run_id = uuid.uuid4().hex[:8]
-        futures = {client.submit(t.fn, *t.args, pure=False, retries=retries, priority=len(tasks) - i,
-                                 key=f"{name}-{t.key}-{run_id}"): t.key for i, t in enumerate(tasks)}
+        queue = list(enumerate(tasks))
+        futures: dict = {}
+
+        def send(n: int) -> list:
+            sent = []
+            for _ in range(n):
+                if not queue:
+                    break
+                i, t = queue.pop(0)
+                fut = client.submit(t.fn, *t.args, pure=False, retries=retries, priority=len(tasks) - i,
+                                    key=f"{name}-{t.key}-{run_id}")
+                futures[fut] = t.key
+                sent.append(fut)
+            return sent
+
         try:
-            for fut in as_completed(futures):
+            at_once = max(1, sum(client.nthreads().values())) if one_per_thread else None
+            running = as_completed(send(len(tasks) if at_once is None else at_once))
+            for fut in running:
                 if fut.cancelled():
                     continue
                 try:
@@ -85,7 +104,24 @@ def run_dask(tasks: Sequence[Task], scheduler: str, on_done: OnDone, retries: in
                 except Exception as e:  # the task's own error, or e.g. KilledWorker: it keeps killing workers
                     result, exc = None, e
                 if on_done(futures[fut], result, exc):
+                    queue.clear()  # nothing new starts
                     client.cancel([f for f in futures if not f.done()])  # queued ones never start
+                    continue
+                for new in send(1 if at_once is not None else 0):
+                    running.add(new)
         except BaseException:
+            queue.clear()
             client.cancel(list(futures))  # queued tasks stop; running ones finish and write their results
             raise
+
+
+def send_cells(scheduler: str):
+    """Make every joblib `Parallel` of the calling thread (a notebook's kernel) run its tasks on the Dask cluster at
+    `scheduler` (joblib's Dask back end), so that an experiment's cells spread over the cluster's workers, not the
+    kernel's machine. Returns what must stay referenced while they run (the client and the joblib setting)."""
+    import joblib
+
+    client = connect(scheduler)
+    config = joblib.parallel_config(backend="dask")
+    config.__enter__()
+    return client, config
