@@ -51,6 +51,7 @@ bench: setup
 	$(PY) benchmarks/bench_optimum.py
 	$(PY) benchmarks/bench_chc.py
 	$(PY) benchmarks/bench_window_band.py
+	$(PY) benchmarks/bench_chc_lockstep.py
 	$(PY) benchmarks/bench_select_from_members.py
 	$(PY) benchmarks/bench_predict.py
 	$(PY) benchmarks/bench_cluster.py

@@ -2,7 +2,7 @@
 same decisions checked.
 
 The backward pass of `spotlab.optimum.window_dp` computes only the levels of work done that the window can reach
-(`WindowDP._band`); the whole grid (every level up to the work left) gives the same plans bit for bit, and is what
+(`WindowDP.band`); the whole grid (every level up to the work left) gives the same plans bit for bit, and is what
 the DP computed before. Both are run here on the same cases, alternating, and the costs of every run compared:
 
 - `leaderboard`: A1 as notebook 01c runs it (`chc_oracle` and `chc_persistence`) on the first windows of one of
@@ -35,12 +35,12 @@ from spotlab.simulation.engine import simulate
 @contextmanager
 def whole_grid():
     """The DP computing every level of its grid (what it did before the band)."""
-    band = WindowDP._band
-    WindowDP._band = lambda self, grid: grid.n
+    band = WindowDP.band
+    WindowDP.band = lambda self, grid: grid.n
     try:
         yield
     finally:
-        WindowDP._band = band
+        WindowDP.band = band
 
 
 def leaderboard_case(label: str, windows: int):

@@ -42,6 +42,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import replace
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pyomo.environ as pe
@@ -56,6 +57,11 @@ from .window_dp import WindowDP, dp_applies
 from .window_types import TailForecast, WindowPlan, WindowState, WindowTerms, tail_blocks, work_segments
 
 STATE = ("o0", "s0", "y0", "R")
+# `solve_many` solves its windows' DPs together only for jobs of at most this many allocations (o, s): there a
+# window's tables are a few hundred numbers and the batch saves the per-call overhead (the leaderboard's single
+# instance, two allocations: 0.6x the time); with many (N 1..8: 36) the per-window DP's own allowed prefix is
+# cheaper than the batch's padding (1.6-1.9x the time). Both give the same plans. docs/benchmarks.md
+LOCKSTEP_MAX_ALLOCATIONS = 4
 STOP_EPS = 1e-7  # work beyond the net's limit that makes a slot one the net would take over (MILP tolerance)
 METHODS = ("auto", "dp", "milp")
 
@@ -352,26 +358,43 @@ class WindowProblem:
     def _solve(self, state: WindowState, terms: WindowTerms, method: str, solver: str, time_limit: float,
                mip_gap: float, started: float) -> WindowPlan | None:
         """One solve of `terms` by `method` (see `solve`)."""
-        start = None
         if method != "milp":
             if dp_applies(self.job):
-                if self.dp_ is None:
-                    self.dp_ = WindowDP(self.job, self.w, self.slot_hours)
                 self.n_solves_ += 1
                 try:
-                    plan = self.dp_.solve(terms, time_limit=float(time_limit) - (time.perf_counter() - started),
+                    got = self.dp().solve(terms, time_limit=float(time_limit) - (time.perf_counter() - started),
                                           mip_gap=float(mip_gap), started=started)
-                except SolverError:
-                    if method == "dp":
-                        raise
-                    plan = None  # the MILP decides (and says so if the problem has no schedule)
-                else:
-                    if plan is None or plan.status == "optimal" or method == "dp":
-                        return plan
-                start = plan  # not proven within the gap: the MILP, from the DP's plan
-            elif method == "dp":
+                except SolverError as exc:
+                    got = exc
+                return self._after_dp(state, terms, method, solver, time_limit, mip_gap, started, got)
+            if method == "dp":
                 raise SolverError("window problem: the DP needs a job value >= 0 (V must not grow with the "
                                   "completion time); use method='milp' or 'auto'")
+        return self._milp_after(state, terms, solver, time_limit, mip_gap, None, started)
+
+    def dp(self) -> WindowDP:
+        """The DP of this job's windows, built at its first solve."""
+        if self.dp_ is None:
+            self.dp_ = WindowDP(self.job, self.w, self.slot_hours)
+        return self.dp_
+
+    def _after_dp(self, state: WindowState, terms: WindowTerms, method: str, solver: str, time_limit: float,
+                  mip_gap: float, started: float, got: WindowPlan | None | SolverError) -> WindowPlan | None:
+        """What `_solve` makes of the DP's answer `got` (a plan, None after a time-out, or its error): the plan when
+        proven (or with method "dp"), else the MILP, from the DP's plan if there is one."""
+        if isinstance(got, SolverError):
+            if method == "dp":
+                raise got
+            start = None  # the MILP decides (and says so if the problem has no schedule)
+        else:
+            if got is None or got.status == "optimal" or method == "dp":
+                return got
+            start = got  # not proven within the gap: the MILP, from the DP's plan
+        return self._milp_after(state, terms, solver, time_limit, mip_gap, start, started)
+
+    def _milp_after(self, state: WindowState, terms: WindowTerms, solver: str, time_limit: float, mip_gap: float,
+                    start: WindowPlan | None, started: float) -> WindowPlan | None:
+        """The MILP in the time left, kept only if better than the DP's plan `start` (None: no such plan)."""
         remaining_s = float(time_limit) - (time.perf_counter() - started)
         if remaining_s <= 0:
             return start
@@ -381,6 +404,62 @@ class WindowProblem:
             return replace(start, status=plan.status if plan is not None else start.status,
                            seconds=time.perf_counter() - started)
         return plan
+
+    def solve_many(self, problems: Sequence[Mapping[str, Any]], **common: Any) -> list[WindowPlan | None | SolverError]:
+        """`solve(**problem, **common)` of each of `problems` (what differs per window: state, forecasts, tail,
+        slots_left, reserve_h), the DP of all of them at once (`window_dp_batch.solve_batch`): the same plans.
+        Returns per problem its plan, None, or the `SolverError` its `solve` would raise (the caller decides in its
+        own order). Problems the DP does not solve alone (method "milp", a job of negative value, a job that may stop
+        under a timing bias, which is solved twice) go through `solve` one by one. The batched DP's time limit is the
+        problems' limits summed; each MILP after it gets its limit less its share of the batch's time."""
+        from .window_dp_batch import solve_batch
+
+        started = time.perf_counter()
+        method, solver = common.get("method", "milp"), common.get("solver", "highs")
+        if method not in METHODS:
+            raise SolverError(f"window problem: method must be one of {', '.join(map(repr, METHODS))} "
+                              f"(got {method!r})")
+        if solver not in BACKENDS:
+            raise SolverError(f"unknown solver {solver!r}; use one of {', '.join(BACKENDS)}")
+        time_limit, mip_gap = float(common.get("time_limit", 10.0)), float(common.get("mip_gap", 1e-3))
+        term_keys = ("slots_left", "urgency", "must_finish", "net", "window_urgency", "reserve_h")
+        out: list = [None] * len(problems)
+        batch: list[tuple[int, WindowState, WindowTerms]] = []
+        for j, problem in enumerate(problems):
+            args = {**common, **problem}
+            try:
+                terms = self.terms(args["state"], args["avail"], args["spot_price"], args["od_price"],
+                                   args.get("tail"), **{k: args[k] for k in term_keys if k in args})
+                biased = float(args.get("reserve_h", 0.0)) > 0 or not (
+                    np.array_equal(terms.od_cost, terms.od_refund) and np.array_equal(terms.sp_cost, terms.sp_refund))
+                if method == "milp" or not dp_applies(self.job) or (terms.may_stop and biased):
+                    out[j] = self.solve(**args)
+                else:
+                    batch.append((j, args["state"], terms))
+            except SolverError as exc:
+                out[j] = exc
+        if not batch:
+            return out
+        if len(batch) < 2 or self.dp().alloc.size > LOCKSTEP_MAX_ALLOCATIONS:  # one by one (see the constant)
+            for j, state, terms in batch:
+                try:
+                    out[j] = self._solve(state, terms, method, solver, time_limit, mip_gap, time.perf_counter())
+                except SolverError as exc:
+                    out[j] = exc
+            return out
+        got = solve_batch(self.dp(), [tm for _, _, tm in batch], time_limit=time_limit, mip_gap=mip_gap,
+                          started=started)
+        self.n_solves_ += len(batch)
+        share = (time.perf_counter() - started) / len(batch)
+        for (j, state, terms), plan in zip(batch, got):
+            t0 = time.perf_counter()
+            try:
+                plan = self._after_dp(state, terms, method, solver, time_limit, mip_gap, t0 - share, plan)
+            except SolverError as exc:
+                out[j] = exc
+            else:  # its seconds: its share of the batch, and its MILP's
+                out[j] = None if plan is None else replace(plan, seconds=share + time.perf_counter() - t0)
+        return out
 
     def _solve_milp(self, state: WindowState, terms: WindowTerms, solver: str, time_limit: float,
                     mip_gap: float, start: WindowPlan | None, started: float) -> WindowPlan | None:

@@ -238,6 +238,49 @@ class Workspace:
         return view
 
 
+class GridSearch:
+    """The refinement of one solve: the best plan and the tightest bound over the grids tried, and whether the gap is
+    proven (status "optimal"), the finest grid was tried ("gap") or time ran out ("time_limit"). Shared by the
+    per-window solve and the batched one (`window_dp_batch.py`), so that both decide alike."""
+
+    def __init__(self, levels: int, max_levels: int, mip_gap: float):
+        self.levels, self.max_levels, self.mip_gap = int(levels), int(max_levels), float(mip_gap)
+        self.best: tuple | None = None
+        self.bound, self.status, self.done = np.inf, "time_limit", False
+
+    def add(self, got: tuple | None) -> None:
+        """Take one grid's (plan or None, bound), or None when the time ran out; then either done or the next
+        grid's `levels`. Raises `SolverError` when the bound proves that no plan keeps the safety net."""
+        if got is None:
+            self.status, self.done = "time_limit", True
+            return
+        plan, grid_bound = got
+        self.bound = min(self.bound, grid_bound)  # every grid's bound holds: the tightest
+        if not np.isfinite(self.bound):
+            self.done = True
+            raise SolverError("dp: no plan keeps the safety net (the window problem has no schedule)")
+        best = self.best
+        if plan is not None and (best is None or plan[3] > best[3]):
+            best = self.best = plan
+        scale = abs(best[3]) if best is not None else np.inf
+        if self.bound - (best[3] if best is not None else -np.inf) <= self.mip_gap * scale + 1e-9 * max(1.0, scale):
+            self.status, self.done = "optimal", True
+        elif self.levels * 2 > self.max_levels:
+            self.status, self.done = "gap", True
+        else:
+            self.levels *= 2
+
+    def result(self, started: float) -> WindowPlan | None:
+        """The plan (see `WindowDP.solve`), None after a time-out without one."""
+        if self.best is None:
+            if self.status == "time_limit":
+                return None
+            raise SolverError("dp: every plan read from the tables broke the safety net; use method='milp'")
+        o, s, work, objective = self.best
+        return WindowPlan(o=o, s=s, work=work, objective=objective, status=self.status,
+                          seconds=time.perf_counter() - started, method="dp", bound=max(self.bound, objective))
+
+
 class WindowDP:
     """The DP of one job's window problem (window length w); `solve` takes the terms of one state."""
 
@@ -271,38 +314,15 @@ class WindowDP:
         plans read from the tables all broke it (the MILP then decides)."""
         started = time.perf_counter() if started is None else started
         deadline = started + float(time_limit)
-        levels, best, bound, status = self.levels, None, np.inf, "time_limit"
+        search = GridSearch(self.levels, self.max_levels, float(mip_gap))
         tail = TailValue(self.job, terms, self.w)  # the same on every grid
-        while True:
-            got = self._solve_on_grid(terms, levels, deadline, tail)
-            if got is None:
-                status = "time_limit"
-                break
-            plan, grid_bound = got
-            bound = min(bound, grid_bound)  # every grid's bound holds: the tightest
-            if not np.isfinite(bound):
-                raise SolverError("dp: no plan keeps the safety net (the window problem has no schedule)")
-            if plan is not None and (best is None or plan[3] > best[3]):
-                best = plan
-            scale = abs(best[3]) if best is not None else np.inf
-            if bound - (best[3] if best is not None else -np.inf) <= float(mip_gap) * scale + 1e-9 * max(1.0, scale):
-                status = "optimal"
-                break
-            if levels * 2 > self.max_levels:
-                status = "gap"
-                break
-            levels *= 2
-        if best is None:
-            if status == "time_limit":
-                return None
-            raise SolverError("dp: every plan read from the tables broke the safety net; use method='milp'")
-        o, s, work, objective = best
-        return WindowPlan(o=o, s=s, work=work, objective=objective, status=status,
-                          seconds=time.perf_counter() - started, method="dp", bound=max(bound, objective))
+        while not search.done:
+            search.add(self._solve_on_grid(terms, search.levels, deadline, tail))
+        return search.result(started)
 
     # ------------------------------------------------------------------------------------ one grid
 
-    def _pendings(self, p0: float) -> np.ndarray:
+    def pendings(self, p0: float) -> np.ndarray:
         """Overhead still pending at a slot boundary: every value reachable after a change (delta, less a slot
         per slot) and after keeping the allocation that ran before the window (its own pending, likewise)."""
         delta, dt = float(self.job.overhead_h), self.dt
@@ -319,9 +339,9 @@ class WindowDP:
         job, T = self.job, self.w
         R = float(terms.remaining)
         grid = Grid.over(R, self.tol, levels)
-        pend = self._pendings(float(terms.pending_h))
+        pend = self.pendings(float(terms.pending_h))
         ws = self._workspace(grid.n, pend.size)
-        m = self._band(grid)
+        m = self.band(grid)
         ws.use(m)
         tables = ws.tables
         # the backward pass: guide and upper tables (2, levels, states) of the value from the start of slot t
@@ -338,13 +358,13 @@ class WindowDP:
             return None
         # the bound: the best move at slot 0 from the true state, on the upper table; the plan: read forward
         # from the true state with the exact work, each slot's move chosen on a table (the better of the two)
-        start = self._moves(terms, 0, self.alloc.index(terms.prev_o, terms.prev_s) if terms.running else -1,
+        start = self.moves_from(terms, 0, self.alloc.index(terms.prev_o, terms.prev_s) if terms.running else -1,
                             float(terms.pending_h), pend)
         bound = float(np.max(self._values(terms, 0, start, 0.0, tables[1][1], grid, tail, 1)[0]))
         plans = [p for p in (self._follow(terms, tables, which, grid, tail, pend) for which in (0, 1)) if p]
         return (max(plans, key=lambda p: p[3]) if plans else None), bound
 
-    def _band(self, grid: Grid) -> int:
+    def band(self, grid: Grid) -> int:
         """How many levels the backward pass computes: every level work done in the window can reach (a slot
         adds at most s = ceil(most work of a slot / q) levels, so slot t reads levels <= t*s), with one level of
         margin for the rounding of sums of slots' work. A level's value depends only on higher levels, so the
@@ -365,7 +385,7 @@ class WindowDP:
         s = np.zeros(T, dtype=np.int64)
         work = np.zeros(T)
         for t in range(T):
-            moves = self._moves(terms, t, k_cur, p_cur, pend)
+            moves = self.moves_from(terms, t, k_cur, p_cur, pend)
             vals, fin, now, ok = self._values(terms, t, moves, done, tables[t + 1][which], grid, tail, which)
             if not ok.any():
                 return None
@@ -375,7 +395,7 @@ class WindowDP:
                 i = int(np.argmax(np.where(ok, self.alloc.rate[np.maximum(moves.k, 0)] * (moves.k >= 0)
                                            * (dt - moves.loss), -np.inf)))
             k = int(moves.k[i])
-            if k < 0 and self._stops(terms, t, np.array([k]), np.array([R - done]))[0]:  # stopped: nothing runs
+            if k < 0 and self.stops(terms, t, np.array([k]), np.array([R - done]))[0]:  # stopped: nothing runs
                 return o, s, work, objective + float(terms.stop_value)
             objective += float(now[i])
             if k >= 0:
@@ -389,10 +409,13 @@ class WindowDP:
 
     # ---------------------------------------------------------------------------------- forward pass
 
-    def _moves(self, terms: WindowTerms, t: int, k_cur: int, p_cur: float, pend: np.ndarray) -> Moves:
-        """Idle, and every allocation slot t allows: keeping k_cur pays what it has pending, another pays delta.
-        The same few sets recur at every slot of every solve, so each is built once (`moves_`)."""
-        allowed = self.alloc.allowed(terms.s_hi[t]) if t < terms.left else 0
+    def moves_from(self, terms: WindowTerms, t: int, k_cur: int, p_cur: float, pend: np.ndarray,
+                   allowed: int | None = None) -> Moves:
+        """Idle, and every allocation slot t allows (`allowed`, read from `terms` when None): keeping k_cur pays
+        what it has pending, another pays delta. The same few sets recur at every slot of every solve, so each is
+        built once (`moves_`)."""
+        if allowed is None:
+            allowed = self.alloc.allowed(terms.s_hi[t]) if t < terms.left else 0
         key = (allowed, k_cur, p_cur, pend.tobytes())
         got = self.moves_.get(key)
         if got is None:
@@ -405,7 +428,7 @@ class WindowDP:
         keep = ks == k_cur
         pending = np.where(keep, max(0.0, p_cur - dt), max(0.0, delta - dt))
         loss = np.where(keep, min(dt, p_cur), min(dt, delta))
-        rows = 1 + ks * pend.size + _nearest(pend, pending)
+        rows = 1 + ks * pend.size + nearest(pend, pending)
         k_all, loss_all = np.concatenate([[-1], ks]), np.concatenate([[0.0], loss])
         run = k_all >= 0
         k = np.where(run, k_all, 0)
@@ -432,13 +455,13 @@ class WindowDP:
         finish = unused * (o * terms.od_refund[t] + s * terms.sp_refund[t] + terms.value_unused[t]) \
             + terms.value_end[t]
         now = np.where(fin, finish, 0.0) - (o * terms.od_cost[t] + s * terms.sp_cost[t])
-        stop = self._stops(terms, t, mv.k, after)
+        stop = self.stops(terms, t, mv.k, after)
         ok = fin | stop | (after <= terms.lim[t]) | (run & (mv.k == self.full_od)
                                                     & (after - terms.lim[t] <= self.job.work))
         return np.where(ok, np.where(stop, terms.stop_value, now + np.where(fin, 0.0, later)), -np.inf), fin, now, ok
 
     @staticmethod
-    def _stops(terms: WindowTerms, t: int, k: np.ndarray, after: np.ndarray) -> np.ndarray:
+    def stops(terms: WindowTerms, t: int, k: np.ndarray, after: np.ndarray) -> np.ndarray:
         """Per move: whether it stops the job (give-up): an idle slot that leaves more work than the net allows.
         Why only idle: any other move the net would override there is stopped by it just the same."""
         return (k < 0) & (after > terms.lim[t]) & bool(terms.may_stop) & (t < terms.left)
@@ -449,7 +472,7 @@ class WindowDP:
         """Fill the workspace's move kinds: a change of allocation (pending = delta), then keeping one with each
         pending value; per kind, both tables (guide, upper), every level and allocation: whether the slot
         finishes, the work left after it, the unused share of a finishing slot and where the next slot's
-        table is read, on the first `m` levels (`_band`). Returns the work left at each of them of both tables
+        table is read, on the first `m` levels (`band`). Returns the work left at each of them of both tables
         (an idle slot's)."""
         job, dt, R = self.job, self.dt, float(terms.remaining)
         K, P, n = self.alloc.size, pend.size, m
@@ -467,7 +490,7 @@ class WindowDP:
             ws.unused[e][~ws.finishes[e]] = 0.0
             # whole levels a slot adds: the nearest for the guide table, rounded up for the upper one
             shift = np.concatenate([np.rint(cap / grid.q), np.ceil(cap / grid.q)]).astype(np.int64)  # (2, 1, K)
-            rows = 1 + np.arange(K) * P + int(_nearest(pend, np.array([p_next]))[0])
+            rows = 1 + np.arange(K) * P + int(nearest(pend, np.array([p_next]))[0])
             level = np.minimum(np.arange(n)[None, :, None] + shift, n - 1)
             ws.index[e] = (np.arange(2)[:, None, None] * n + level) * S + rows[None, None, :]
         return R - rep[:, :, 0]
@@ -525,6 +548,6 @@ class WindowDP:
             np.maximum(base, v, out=out[:, :, 1 + j:1 + K * P:P])
 
 
-def _nearest(values: np.ndarray, x: np.ndarray) -> np.ndarray:
+def nearest(values: np.ndarray, x: np.ndarray) -> np.ndarray:
     """Index of the nearest of the sorted `values` for each x (pending overheads computed two ways agree)."""
     return np.abs(np.asarray(x, dtype=float)[:, None] - values[None, :]).argmin(axis=1)

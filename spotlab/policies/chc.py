@@ -266,35 +266,43 @@ class CHC(OnlinePolicy):
 
     # ------------------------------------------------------------------------------------------ act
 
-    def _plan(self, i: int, t: int, obs: Observation) -> tuple[np.ndarray, np.ndarray] | None:
+    def _plans(self, windows: np.ndarray, t: int, obs: Observation) -> list[tuple[np.ndarray, np.ndarray] | None]:
+        """The plans (o, s) of `windows` from slot t, None for a window whose solve timed out without a schedule;
+        their window problems are solved together (`WindowProblem.solve_many`: the DP of all at once)."""
         ep, w = self.ctx_.episodes, self.w_
-        a, p = self.forecast(i, t, obs)
-        od_row = ep.od_price[i]
-        od = np.asarray(od_row[t:t + w], dtype=float)
-        if od.size < w or not np.all(np.isfinite(od)):
-            last = od_row[np.isfinite(od_row)][-1]
-            od = np.concatenate([od[np.isfinite(od)], np.full(w, last)])[:w]
-        state = WindowState(time_h=float(obs.time_h), remaining=float(obs.remaining[i]),
-                            prev_o=int(obs.prev_o[i]), prev_s=int(obs.prev_s[i]), pending_h=float(obs.pending_h[i]))
-        tail = self._tail(i, t, self.problem_.tail_for(state), float(od[-1]), a)
-        try:
-            plan = self.problem_.solve(state, a, p, od, tail, slots_left=self.ctx_.horizon - t,
-                                       solver=self.solver, time_limit=float(self.time_limit),
-                                       mip_gap=float(self.mip_gap), urgency=float(self.urgency),
-                                       must_finish=not self.ctx_.give_up,
+        problems = []
+        for i in windows:
+            i = int(i)
+            a, p = self.forecast(i, t, obs)
+            od_row = ep.od_price[i]
+            od = np.asarray(od_row[t:t + w], dtype=float)
+            if od.size < w or not np.all(np.isfinite(od)):
+                last = od_row[np.isfinite(od_row)][-1]
+                od = np.concatenate([od[np.isfinite(od)], np.full(w, last)])[:w]
+            state = WindowState(time_h=float(obs.time_h), remaining=float(obs.remaining[i]),
+                                prev_o=int(obs.prev_o[i]), prev_s=int(obs.prev_s[i]), pending_h=float(obs.pending_h[i]))
+            tail = self._tail(i, t, self.problem_.tail_for(state), float(od[-1]), a)
+            problems.append({"state": state, "avail": a, "spot_price": p, "od_price": od, "tail": tail,
+                             "reserve_h": self._reserve(i, t, state.time_h)})
+        got = self.problem_.solve_many(problems, slots_left=self.ctx_.horizon - t, solver=self.solver,
+                                       time_limit=float(self.time_limit), mip_gap=float(self.mip_gap),
+                                       urgency=float(self.urgency), must_finish=not self.ctx_.give_up,
                                        net=self.ctx_.safety_net, method=self.method,
-                                       window_urgency=self._window_urgency(),
-                                       reserve_h=self._reserve(i, t, state.time_h))
-        except SolverError as exc:  # the window problem is always feasible: a failure is a bug, not a fallback
-            raise PolicyError(f"chc: window {i}, slot {t}: {exc}") from None
-        if plan is None:  # time limit without a schedule: counted, reported as the fallback rate
-            self.stats_["no_schedule"] += 1
-            return None
-        self.stats_["solves"] += 1
-        self.stats_["solves_dp"] += plan.method == "dp"
-        self.stats_["solve_s"].append(plan.seconds)
-        self.stats_["time_limit"] += plan.status != "optimal"
-        return plan.o, plan.s
+                                       window_urgency=self._window_urgency())
+        out: list = []
+        for i, plan in zip(windows, got):
+            if isinstance(plan, SolverError):  # the window problem is always feasible: a failure is a bug
+                raise PolicyError(f"chc: window {int(i)}, slot {t}: {plan}") from None
+            if plan is None:  # time limit without a schedule: counted, reported as the fallback rate
+                self.stats_["no_schedule"] += 1
+                out.append(None)
+                continue
+            self.stats_["solves"] += 1
+            self.stats_["solves_dp"] += plan.method == "dp"
+            self.stats_["solve_s"].append(plan.seconds)
+            self.stats_["time_limit"] += plan.status != "optimal"
+            out.append((plan.o, plan.s))
+        return out
 
     def _tail_source(self) -> str:
         """"past" or "oracle": what the tail's spot is read from (`tail`, with "auto" resolved)."""
@@ -443,8 +451,8 @@ class CHC(OnlinePolicy):
         for c in range(n_ctrl):
             if (t - c) % v != 0 or t < c:
                 continue
-            for i in np.flatnonzero(obs.active):
-                plan = self._plan(int(i), t, obs)
+            windows = np.flatnonzero(obs.active)
+            for i, plan in zip(windows, self._plans(windows, t, obs)):
                 if plan is None:
                     self.plan_o_[c, i, t:t + v] = -1
                     self.plan_s_[c, i, t:t + v] = -1

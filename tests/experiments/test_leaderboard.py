@@ -250,13 +250,14 @@ def test_select_from_its_members_rows_gives_the_simulated_select_rows(leaderboar
     The derived rows are appended to the runs file, and a second call runs nothing again."""
     from spotlab.optimum.window import WindowProblem
 
-    solve = WindowProblem.solve
+    solve_many = WindowProblem.solve_many
 
-    def flaky(self, state, avail, *args, **kw):
-        slot = int(round(state.time_h * 6))
-        return None if slot % 8 == 0 and int(np.asarray(avail)[0]) == 0 else solve(self, state, avail, *args, **kw)
+    def flaky(self, problems, **kw):
+        plans = solve_many(self, problems, **kw)
+        return [None if int(round(p["state"].time_h * 6)) % 8 == 0 and int(np.asarray(p["avail"])[0]) == 0 else plan
+                for p, plan in zip(problems, plans)]
 
-    monkeypatch.setattr(WindowProblem, "solve", flaky)
+    monkeypatch.setattr(WindowProblem, "solve_many", flaky)
     w = _a3_windows()
     policies = ["chc_w4", "prediction_free", "uniform_progress", "greedy", "select"]
     kw = _a3_kw(A3_LABELS, deadlines=[52], overheads=[0.1])

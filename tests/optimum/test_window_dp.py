@@ -45,8 +45,9 @@ def credited(job: Job, state: WindowState, o: np.ndarray, s: np.ndarray, dt: flo
     return out
 
 
-def random_window(seed: int) -> tuple:
-    """A random small window problem: (job, problem, state, availability, spot, on-demand, tail, solve options)."""
+def random_window(seed: int, same_job: Job | None = None, same_w: int | None = None) -> tuple:
+    """A random small window problem: (job, problem, state, availability, spot, on-demand, tail, solve options);
+    with `same_job` and `same_w`, one of that job's windows of that length."""
     rng = np.random.default_rng(seed)
     n_max = int(rng.integers(1, 5))
     n_min = int(rng.integers(1, n_max + 1))
@@ -57,6 +58,9 @@ def random_window(seed: int) -> tuple:
                     overhead_h=overhead, value=float(rng.choice([0.0, 60.0, 600.0])),
                     miss_penalty=float(rng.choice([0.0, 100.0])))
     w = int(rng.integers(1, 7))
+    if same_job is not None:
+        job, w = same_job, int(same_w)
+        n_max, n_min, overhead = job.n_max, job.n_min, float(job.overhead_h)
     a = rng.integers(0, n_max + 1, w)
     sp = rng.uniform(0.3, 2.5, w)
     od = np.full(w, 3.0) if rng.random() < 0.5 else rng.uniform(2.0, 4.0, w)
@@ -298,7 +302,7 @@ def test_after_a_forecast_tail_on_demand_is_bought_early(method):
 @settings(max_examples=30, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**31 - 1))
 def test_the_band_of_reachable_levels_gives_the_whole_grids_plan(seed):
-    """The backward pass computes only the levels a window can reach (`WindowDP._band`): the same plan, objective,
+    """The backward pass computes only the levels a window can reach (`WindowDP.band`): the same plan, objective,
     bound and status as the whole grid, bit for bit."""
     from spotlab.optimum.window_dp import WindowDP
 
@@ -314,10 +318,53 @@ def test_the_band_of_reachable_levels_gives_the_whole_grids_plan(seed):
 
     band = solve()
     with pytest.MonkeyPatch.context() as m:
-        m.setattr(WindowDP, "_band", lambda self, grid: grid.n)
+        m.setattr(WindowDP, "band", lambda self, grid: grid.n)
         whole = solve()
     if isinstance(band, str) or isinstance(whole, str):
         assert band == whole
         return
     assert band.status == whole.status and band.objective == whole.objective and band.bound == whole.bound
     assert np.array_equal(band.o, whole.o) and np.array_equal(band.s, whole.s) and np.array_equal(band.work, whole.work)
+
+
+@settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**31 - 1), n=st.integers(1, 6))
+def test_the_batched_dp_plans_each_window_as_the_per_window_dp(seed, n):
+    """`window_dp_batch.solve_batch` of several windows of one job: per window the plan, objective, bound and
+    status of `WindowDP.solve`, bit for bit (or the same error)."""
+    from spotlab.optimum.window_dp import WindowDP
+    from spotlab.optimum.window_dp_batch import solve_batch
+
+    job, wp, *_ = random_window(seed)
+    if job.value < 0:
+        return
+    w = wp.w
+    terms = []
+    for k in range(n):
+        _, wk, state, a, sp, od, tail, common = random_window(seed + 1 + k, same_job=job, same_w=w)
+        try:
+            terms.append(wk.terms(state, a, sp, od, tail, common["slots_left"], common["urgency"],
+                                  common["must_finish"], common["net"]))
+        except SolverError:
+            continue
+    if not terms:
+        return
+    dp = WindowDP(job, w, 1.0)
+
+    def one(tm):
+        try:
+            return WindowDP(job, w, 1.0).solve(tm, time_limit=60.0, mip_gap=1e-2)
+        except SolverError as exc:
+            return exc
+
+    want = [one(tm) for tm in terms]
+    got = solve_batch(dp, terms, time_limit=60.0, mip_gap=1e-2)
+    for a_, b_ in zip(want, got):
+        if isinstance(a_, SolverError) or isinstance(b_, SolverError):
+            assert str(a_) == str(b_)
+            continue
+        assert (a_ is None) == (b_ is None)
+        if a_ is None:
+            continue
+        assert a_.status == b_.status and a_.objective == b_.objective and a_.bound == b_.bound
+        assert np.array_equal(a_.o, b_.o) and np.array_equal(a_.s, b_.s) and np.array_equal(a_.work, b_.work)

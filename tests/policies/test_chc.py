@@ -126,7 +126,8 @@ def test_chc_uses_the_history_before_the_window():
 def test_a_time_out_without_schedule_falls_back_and_is_counted(monkeypatch):
     job = small_job()
     mk = synthetic_market(20, slot_hours=1.0, requested=4, od_price=3.0, seed=1)
-    monkeypatch.setattr(WindowProblem, "solve", lambda *a, **k: None)  # what a time-out without schedule returns
+    # what a time-out without schedule returns, for every window solved at a slot
+    monkeypatch.setattr(WindowProblem, "solve_many", lambda self, problems, **k: [None] * len(problems))
     res = simulate(make_policy("chc", {"w": 6, "v": 2, "predictor": "oracle"}), mk, job)
     assert res.met_hard_deadline.all()
     assert res.policy_report["fallback_slots"] > 0 and res.policy_report["solves"] == 0
@@ -136,10 +137,11 @@ def test_a_time_out_without_schedule_falls_back_and_is_counted(monkeypatch):
 def test_a_failing_solve_is_an_error_not_a_fallback(monkeypatch):
     mk = synthetic_market(20, slot_hours=1.0, requested=4, od_price=3.0, seed=1)
 
-    def boom(*args, **kwargs):
-        raise SolverError("highs: the window problem (always feasible) ended with status 'infeasible'")
+    def boom(self, problems, **kwargs):  # what solve_many returns for a solve that failed
+        return [SolverError("highs: the window problem (always feasible) ended with status 'infeasible'")
+                for _ in problems]
 
-    monkeypatch.setattr(WindowProblem, "solve", boom)
+    monkeypatch.setattr(WindowProblem, "solve_many", boom)
     with pytest.raises(PolicyError, match="chc: window 0, slot 0: highs: the window problem"):
         simulate(make_policy("chc", {"w": 6, "v": 2, "predictor": "oracle"}), mk, small_job())
 

@@ -66,13 +66,13 @@ def test_the_window_problem_reads_the_value_later_by_the_reserve():
 def reserves(params: dict, job: Job, monkeypatch) -> list[float]:
     """The reserve CHC passes to each window solve."""
     seen: list[float] = []
-    solve = WindowProblem.solve
+    solve_many = WindowProblem.solve_many
 
-    def spy(self, *a, **k):
-        seen.append(k.get("reserve_h", 0.0))
-        return solve(self, *a, **k)
+    def spy(self, problems, **k):
+        seen.extend(p.get("reserve_h", 0.0) for p in problems)
+        return solve_many(self, problems, **k)
 
-    monkeypatch.setattr(WindowProblem, "solve", spy)
+    monkeypatch.setattr(WindowProblem, "solve_many", spy)
     simulate(make_policy("chc", {"w": 12, **params}), flicker_then_drought(), job)
     monkeypatch.undo()
     return seen
