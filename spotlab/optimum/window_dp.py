@@ -532,18 +532,20 @@ class WindowDP:
             values.append(v)
         # from a running state: idle, change to the best other allocation, or keep it (top two changes)
         change = values[0]
-        best = change.argmax(axis=2)[:, :, None]
-        v1 = change.max(axis=2, keepdims=True)  # the value at `best`
+        # flat positions of each (table, level)'s best change: the max is the value there, and the second best is
+        # the max with it masked (flat indexing on the contiguous scratch views, put_along_axis's result)
+        best = np.arange(0, 2 * n * K, K) + change.argmax(axis=2).ravel()
+        v1 = change.ravel()[best].reshape(2, n, 1)  # the value at `best`
         masked = ws.flat("scratch", 2, K, (2, n))
         np.copyto(masked, change)
-        np.put_along_axis(masked, best, -np.inf, axis=2)
+        masked.ravel()[best] = -np.inf
         v2 = masked.max(axis=2, keepdims=True)
         top = np.maximum(idle[:, :, None], v1)
         out[:, :, :1] = top
         out[:, :, 1 + K * P:] = top  # allocations this slot does not allow: idle or change
         base = ws.flat("scratch", 0, K, (2, n))  # the best change, but for the best allocation itself
         np.copyto(base, top)
-        np.put_along_axis(base, best, np.maximum(v2, idle[:, :, None]), axis=2)
+        base.ravel()[best] = np.maximum(v2, idle[:, :, None]).ravel()
         for j, v in enumerate(values[1:]):  # keep: state 1 + k*P + j
             np.maximum(base, v, out=out[:, :, 1 + j:1 + K * P:P])
 
