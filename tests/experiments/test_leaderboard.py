@@ -187,16 +187,16 @@ def test_runner_resumes_from_its_rows(leaderboard_data, tmp_path):
 
 
 def test_lockstep_over_envs_gives_the_rows_of_one_simulation_per_env(leaderboard_data):
-    """Every env's windows in one simulation per (deadline, overhead, policy) are the per-env runs, row for row;
-    policy selection still learns per env (its rounds are one trace's jobs in time order)."""
+    """Every env's windows in one simulation per (deadline, overhead, policy) are the per-env runs, row for row
+    (policy selection is always run per env, its rounds one trace's jobs in time order: see the select tests)."""
     w = lb.leaderboard_windows()
     w = w[w["env"].isin(ADRS_ENVS[:3])].groupby("env").head(4)
-    kw = dict(policies=["greedy", "prediction_free", "slack_reserve", "select"], deadlines=[52, 70], overheads=[0.02],
-              limit={"select": 3}, params={"select": {"pool": "quick", "n_jobs": 1}}, progress=False)
+    kw = dict(policies=["greedy", "prediction_free", "slack_reserve"], deadlines=[52, 70], overheads=[0.02],
+              progress=False)
     together, apart = lb.run(w, lockstep=True, **kw), lb.run(w, lockstep=False, **kw)
     cols = [c for c in lb.ROW_COLUMNS if c != "seconds"]
     pd.testing.assert_frame_equal(together[cols], apart[cols])
-    assert len(together) == 3 * 2 * (4 * 3 + 3)
+    assert len(together) == 3 * 2 * (4 * 3)
 
 
 def test_cells_in_worker_processes_and_named_variants_give_the_same_rows(leaderboard_data, tmp_path):
