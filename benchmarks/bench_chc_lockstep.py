@@ -15,19 +15,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from contextlib import contextmanager
 
 import numpy as np
 
+from bench_window_band import h100_case, leaderboard_case, timed  # the same cases, run as the band's benchmark does
 from spotlab.errors import SolverError
-from spotlab.experiments import leaderboard as lb
-from spotlab.experiments.setups import JobSpec
-from spotlab.market.load import load_market
-from spotlab.market.windows import cut_windows
 from spotlab.optimum.window import WindowProblem
-from spotlab.policies.registry import make_policy
-from spotlab.simulation.engine import simulate
 
 
 @contextmanager
@@ -49,34 +43,6 @@ def per_window():
         yield
     finally:
         WindowProblem.solve_many = lockstep
-
-
-def leaderboard_case(label: str, windows: int):
-    w = lb.leaderboard_windows()
-    w = w[w["env"] == lb.ENVS[0]].head(windows)
-    name, params = lb.VARIANTS[label]
-
-    def run() -> np.ndarray:
-        rows = lb.run(w, policies=[label], deadlines=[52.0], overheads=[0.1], names={label: name},
-                      params={label: params}, progress=False)
-        return rows[["cost", "fallback_rate"]].to_numpy(float)
-    return run
-
-
-def h100_case(jobs: int):
-    market = load_market("h100", slot_hours=1.0)
-    job = JobSpec().job(market)
-    episodes = cut_windows(market, horizon_hours=job.hard_deadline_h, stride_hours=job.hard_deadline_h, max_jobs=jobs)
-
-    def run() -> np.ndarray:
-        return simulate(make_policy("chc", {"predictor": "persistence"}), episodes, job).cost
-    return run
-
-
-def timed(run) -> tuple[float, np.ndarray]:
-    tic = time.perf_counter()
-    out = run()
-    return time.perf_counter() - tic, out
 
 
 def main() -> int:

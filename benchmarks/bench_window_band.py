@@ -44,6 +44,8 @@ def whole_grid():
 
 
 def leaderboard_case(label: str, windows: int):
+    """A1 as notebook 01c runs it (`label` of `leaderboard.VARIANTS`) on the first `windows` windows of one trace,
+    52 h, 0.1 h: a function returning each run's cost and fallback rate."""
     w = lb.leaderboard_windows()
     w = w[w["env"] == lb.ENVS[0]].head(windows)
     name, params = lb.VARIANTS[label]
@@ -51,11 +53,12 @@ def leaderboard_case(label: str, windows: int):
     def run() -> np.ndarray:
         rows = lb.run(w, policies=[label], deadlines=[52.0], overheads=[0.1], names={label: name},
                       params={label: params}, progress=False)
-        return rows["cost"].to_numpy(float)
+        return rows[["cost", "fallback_rate"]].to_numpy(float)
     return run
 
 
 def h100_case(jobs: int):
+    """CHC at its defaults on persistence forecasts on `jobs` `JobSpec()` jobs of the H100 trace: each job's cost."""
     market = load_market("h100", slot_hours=1.0)
     job = JobSpec().job(market)
     episodes = cut_windows(market, horizon_hours=job.hard_deadline_h, stride_hours=job.hard_deadline_h, max_jobs=jobs)

@@ -60,8 +60,10 @@ STATE = ("o0", "s0", "y0", "R")
 # `solve_many` solves its windows' DPs together only for jobs of at most this many allocations (o, s): there a
 # window's tables are a few hundred numbers and the batch saves the per-call overhead (the leaderboard's single
 # instance, two allocations: 0.6x the time); with many (N 1..8: 36) the per-window DP's own allowed prefix is
-# cheaper than the batch's padding (1.6-1.9x the time). Both give the same plans. docs/benchmarks.md
+# cheaper than the batch's padding (1.6-1.9x the time). Nor for fewer than LOCKSTEP_MIN_WINDOWS windows (3 leaderboard
+# windows: 1.1-1.2x the time; 12: 0.74x). Both paths give the same plans. docs/benchmarks.md
 LOCKSTEP_MAX_ALLOCATIONS = 4
+LOCKSTEP_MIN_WINDOWS = 6
 STOP_EPS = 1e-7  # work beyond the net's limit that makes a slot one the net would take over (MILP tolerance)
 METHODS = ("auto", "dp", "milp")
 
@@ -440,7 +442,7 @@ class WindowProblem:
                 out[j] = exc
         if not batch:
             return out
-        if len(batch) < 2 or self.dp().alloc.size > LOCKSTEP_MAX_ALLOCATIONS:  # one by one (see the constant)
+        if len(batch) < LOCKSTEP_MIN_WINDOWS or self.dp().alloc.size > LOCKSTEP_MAX_ALLOCATIONS:  # one by one
             for j, state, terms in batch:
                 try:
                     out[j] = self._solve(state, terms, method, solver, time_limit, mip_gap, time.perf_counter())

@@ -176,3 +176,35 @@ def test_optimum_still_matches_after_the_shared_allocation_block():
     g = solve_optimum(mk.avail[:20], mk.spot_price[:20], mk.od_price[:20], job, 1.0, solver="glpk", must_finish=False)
     h = solve_optimum(mk.avail[:20], mk.spot_price[:20], mk.od_price[:20], job, 1.0, solver="highs", must_finish=False)
     assert g.objective == pytest.approx(h.objective, rel=1e-4)
+
+
+@settings(max_examples=4, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**31 - 1), predictor=st.sampled_from(["persistence", "oracle"]))
+def test_windows_solved_in_lockstep_decide_as_one_by_one(seed, predictor):
+    """CHC solves the windows that re-plan at a slot together (`WindowProblem.solve_many`, the DPs at once for a
+    job of few allocations): the same costs, completions and report as one `solve` per window."""
+    from spotlab.market.windows import cut_windows
+
+    job = Job(work=6.0, deadline_h=10, hard_deadline_h=12, n_min=1, n_max=1, throughput=Throughput(1.0, 0.0),
+              value=0.0, miss_penalty=0.0, overhead_h=0.2)
+    mk = synthetic_market(24 * 10, slot_hours=0.5, requested=1, od_price=3.0, seed=seed % 1000)
+    ep = cut_windows(mk, horizon_hours=12, stride_hours=6, max_jobs=10)
+    params = {"w": 6, "predictor": predictor}
+
+    def run():
+        res = simulate(make_policy("chc", params), ep, job)
+        rep = res.policy_report
+        return res.cost, res.completion_h, (rep["solves"], rep["solves_dp"], rep["fallback_slots"])
+
+    together = run()
+
+    def one_by_one(self, problems, **common):
+        return [self.solve(**{**common, **p}) for p in problems]
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(WindowProblem, "solve_many", one_by_one)
+        apart = run()
+    assert ep.n >= 6
+    np.testing.assert_array_equal(together[0], apart[0])
+    np.testing.assert_array_equal(together[1], apart[1])
+    assert together[2] == apart[2]
