@@ -17,12 +17,9 @@ import argparse
 import sys
 from contextlib import contextmanager
 
-import numpy as np
-
-from bench_window_band import h100_case, leaderboard_case, timed  # the same cases, run as the band's benchmark does
+from bench_window_band import compare, h100_case, leaderboard_case  # the same cases, run as the band's benchmark does
 from spotlab.errors import SolverError
 from spotlab.optimum.window import WindowProblem
-
 
 @contextmanager
 def per_window():
@@ -44,7 +41,6 @@ def per_window():
     finally:
         WindowProblem.solve_many = lockstep
 
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--windows", type=int, default=30, help="leaderboard windows (one trace, 52 h, 0.1 h overhead)")
@@ -54,23 +50,7 @@ def main() -> int:
     cases = {"leaderboard chc_oracle": leaderboard_case("chc_oracle", args.windows),
              "leaderboard chc_persistence": leaderboard_case("chc_persistence", args.windows),
              "h100 chc persistence": h100_case(args.jobs)}
-    same = True
-    print(f"{'case':>28} {'lockstep s':>10} {'per-window s':>12} {'ratio':>6} same")
-    for name, run in cases.items():
-        lock, one = [], []
-        ok = True
-        for _ in range(args.repeats):  # alternating, so that a drift of the machine's speed hits both
-            t_lock, c_lock = timed(run)
-            with per_window():
-                t_one, c_one = timed(run)
-            lock.append(t_lock)
-            one.append(t_one)
-            ok &= bool(np.array_equal(c_lock, c_one))
-        same &= ok
-        a, b = float(np.median(lock)), float(np.median(one))
-        print(f"{name:>28} {a:>10.2f} {b:>12.2f} {a / b:>6.2f} {'yes' if ok else 'NO'}")
-    return 0 if same else 1
-
+    return compare(cases, args.repeats, per_window, ("lockstep s", "per-window s"))
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -74,6 +74,27 @@ def timed(run) -> tuple[float, np.ndarray]:
     return time.perf_counter() - tic, out
 
 
+def compare(cases: dict, repeats: int, reference, labels: tuple[str, str]) -> int:
+    """Run each case as it is and inside `reference()` (the path compared against), alternating, so that a drift of
+    the machine's speed hits both; print the medians and their ratio. 0 when every run's outputs agree, else 1."""
+    same = True
+    print(f"{'case':>28} {labels[0]:>12} {labels[1]:>12} {'ratio':>6} same")
+    for name, run in cases.items():
+        new, old = [], []
+        ok = True
+        for _ in range(repeats):
+            t_new, c_new = timed(run)
+            with reference():
+                t_old, c_old = timed(run)
+            new.append(t_new)
+            old.append(t_old)
+            ok &= bool(np.array_equal(c_new, c_old))
+        same &= ok
+        a, b = float(np.median(new)), float(np.median(old))
+        print(f"{name:>28} {a:>12.2f} {b:>12.2f} {a / b:>6.2f} {'yes' if ok else 'NO'}")
+    return 0 if same else 1
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--windows", type=int, default=3, help="leaderboard windows (one trace, 52 h, 0.1 h overhead)")
@@ -83,21 +104,7 @@ def main() -> int:
     cases = {"leaderboard chc_oracle": leaderboard_case("chc_oracle", args.windows),
              "leaderboard chc_persistence": leaderboard_case("chc_persistence", args.windows),
              "h100 chc persistence": h100_case(args.jobs)}
-    same = True
-    print(f"{'case':>28} {'band s':>8} {'whole s':>8} {'ratio':>6} same")
-    for name, run in cases.items():
-        band, whole = [], []
-        for _ in range(args.repeats):  # alternating, so that a drift of the machine's speed hits both
-            t_band, c_band = timed(run)
-            with whole_grid():
-                t_whole, c_whole = timed(run)
-            band.append(t_band)
-            whole.append(t_whole)
-            ok = bool(np.array_equal(c_band, c_whole))
-            same &= ok
-        b, w = float(np.median(band)), float(np.median(whole))
-        print(f"{name:>28} {b:>8.2f} {w:>8.2f} {b / w:>6.2f} {'yes' if ok else 'NO'}")
-    return 0 if same else 1
+    return compare(cases, args.repeats, whole_grid, ("band s", "whole s"))
 
 
 if __name__ == "__main__":
