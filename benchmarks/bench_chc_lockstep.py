@@ -21,6 +21,7 @@ from bench_window_band import compare, h100_case, leaderboard_case  # the same c
 from spotlab.errors import SolverError
 from spotlab.optimum.window import WindowProblem
 
+
 @contextmanager
 def per_window():
     """CHC solving its windows one by one, each by `WindowProblem.solve` (the path before lockstep)."""
