@@ -167,9 +167,11 @@ def _merged_log(path: Path, quick: bool, seconds: float, log: list[dict]) -> dic
 RUN_LAST = ("10_rl_scheduling",)
 
 
-# The longest notebooks of a full run, started first when no earlier run has recorded the times: with two at a
-# time, starting the long ones first keeps both cores busy to the end (longest processing time first).
-LONG_FIRST = ("02_predictability", "04_error_sensitivity", "09_cluster_scheduling")
+# The longest notebooks of a full run, longest first, started first when no earlier run has recorded the times (a
+# fresh clone): with two at a time, starting the long ones first keeps both cores busy to the end (longest
+# processing time first). The order of the last full run's times (docs/results/last-full-run).
+LONG_FIRST = ("01c_leaderboard", "11_multi_region", "02_predictability", "05_commitment", "04_error_sensitivity",
+              "09_cluster_scheduling")
 LONG_FIRST_QUICK = ("10_rl_scheduling", "09_cluster_scheduling", "01c_leaderboard", "02_predictability")
 
 

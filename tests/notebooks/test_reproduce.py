@@ -88,6 +88,16 @@ def test_long_notebooks_start_first(tmp_path):
         LONG_FIRST_QUICK)  # another mode's log is not used
 
 
+def test_the_long_notebooks_named_first_exist():
+    """A renamed notebook would silently drop out of the start order of a fresh clone."""
+    from pathlib import Path
+
+    from spotlab.notebooks.reproduce import LONG_FIRST, LONG_FIRST_QUICK, RUN_LAST, notebook_sources
+
+    stems = {s.stem for s in notebook_sources(Path(__file__).parents[2] / "notebooks")}
+    assert set(LONG_FIRST) | set(LONG_FIRST_QUICK) | set(RUN_LAST) <= stems
+
+
 def test_kernel_threads_split_the_cores():
     from spotlab.notebooks.reproduce import kernel_threads
 
