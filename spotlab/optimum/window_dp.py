@@ -12,10 +12,9 @@ rest of the window is the allocation that ran last with the overhead it still ha
   the job: it is billed by use and earns V at the completion time where V is linear over the slot, else V
   at its end (the MILP's convention). The safety net: after each slot either the work left fits the net's
   limit, or the slot ran N_max on-demand GPUs, or the job is done.
-- **The tail.** What the work left at the window's end is worth is a closed form: for each tail block j in
-  which the job may finish, the cheapest way to do the work in blocks 0..j is a fractional knapsack (the
-  cheaper of expected spot and on-demand GPU-hours first, within each block's capacity), so the tail's value
-  is the best of V(end of block j) minus that cost, or the penalty of not finishing.
+- **The tail.** What the work left at the window's end is worth is a closed form (`window_tail.py`): the best,
+  over the tail blocks, of V at the block's end minus the cheapest way to do the work by then, or the penalty of
+  not finishing.
 - **The work grid, and why the answer is proven.** Work done is continuous, so the value of the rest of the
   window is tabulated on a grid of `levels` values of the work done (q = work left / levels). For a job of
   value >= 0 that value never decreases with the work done (more work relaxes the net, finishes no later and
@@ -43,7 +42,8 @@ import numpy as np
 
 from ..errors import SolverError
 from ..jobs.job import Job
-from .window_types import WindowPlan, WindowTerms, work_segments
+from .window_tail import TailValue
+from .window_types import WindowPlan, WindowTerms
 
 LEVELS = 512  # first grid of the work done; doubled while the gap is not proven
 MAX_LEVELS = 4096
@@ -86,68 +86,6 @@ class Allocations:
     def allowed(self, spot: float) -> int:
         """How many allocations (a prefix) fit `spot` spot GPUs."""
         return int(np.searchsorted(self.s, spot + 1e-9, side="right"))
-
-
-class TailValue:
-    """What the work left at the window's end is worth, from the terms' tail (see the module docstring)."""
-
-    def __init__(self, job: Job, terms: WindowTerms, T: int):
-        # the MILP's tail: the block's GPU-hours in the concave envelope's segments, most work per GPU-hour
-        # first (spot before on-demand), at most the envelope's peak per hour. Marginal costs rise within a
-        # block, so the cheapest fill over blocks is a fractional knapsack of all the pieces
-        segments = work_segments(job)
-        peak = sum(width * slope for width, slope, _ in segments)
-        self.unfinished = float(terms.unfinished)
-        self.shortfall_price = float(terms.shortfall_price)
-        self.options = []  # per block j: (V at its end, cumulative work, cumulative cost) of the cheapest fill
-        prices: list[float] = []
-        amounts: list[float] = []
-        for j in np.flatnonzero(terms.tail_hours > 0):
-            hours = float(terms.tail_hours[j])
-            c_s, c_o = float(terms.tail_spot_price[j]), float(terms.tail_od_price[j])
-            c_m = float(terms.tail_mixed_price[j])
-            # spot dearer than on-demand is never bought (on-demand is not scarce); the cheaper tier goes first
-            tiers = sorted(((c_s, float(terms.tail_spot_gpu_hours[j])), (c_m, float(terms.tail_mixed_gpu_hours[j]))))
-            cheap = [(c, min(h, job.n_max * hours)) for c, h in tiers if c <= c_o and h > 0]
-            g, room = 0.0, peak * hours  # GPU-hours placed so far, work the block still allows
-            for width, slope, _ in segments:
-                gpu_hours = width * hours
-                pieces, top = [], 0.0  # the segment's GPU-hours [g, g + gpu_hours) split over the tiers
-                for c, h in cheap:
-                    take = max(0.0, min(g + gpu_hours, top + h) - max(g, top))
-                    pieces.append((take, c))
-                    top += h
-                pieces.append((gpu_hours - sum(a for a, _ in pieces), c_o))
-                for piece, price in pieces:
-                    work = min(piece * slope, room)
-                    if work > 0:
-                        prices.append(price / slope)
-                        amounts.append(work)
-                        room -= work
-                g += gpu_hours
-            p, a = np.array(prices), np.array(amounts)
-            order = np.argsort(p, kind="stable")
-            p, a = p[order], a[order]
-            keep = a > 0
-            p, a = p[keep], a[keep]
-            x = np.concatenate([[0.0], np.cumsum(a)])
-            c = np.concatenate([[0.0], np.cumsum(a * p)])
-            self.options.append((float(terms.value_end[T + j]), x, c))
-
-    def __call__(self, left: np.ndarray) -> np.ndarray:
-        """Objective of the tail for work `left` (> 0) at the window's end, before the window's costs. Work the
-        whole tail cannot do is priced at `shortfall_price` (the tail then does all it can, as the MILP's does)."""
-        left = np.asarray(left, dtype=float)
-        out = np.full(left.shape, self.unfinished)
-        if self.shortfall_price > 0:  # (priced above any work's cost, so the tail is filled first)
-            _, x, c = self.options[-1] if self.options else (0.0, np.zeros(1), np.zeros(1))
-            cap, cap_cost = float(x[-1]), float(c[-1])  # the whole tail's work, and its cost
-            out = np.where(left > cap, self.unfinished - self.shortfall_price * (left - cap) - cap_cost, out)
-        for value, x, c in self.options:
-            fits = left <= x[-1] * (1 + 1e-12) + 1e-12
-            if fits.any():
-                out = np.where(fits, np.maximum(out, value - np.interp(left, x, c)), out)
-        return out
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,8 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import SolverError
-from .window_dp import Grid, GridSearch, TailValue, WindowDP, nearest
+from .window_dp import Grid, GridSearch, WindowDP, nearest
+from .window_tail import TailStack, TailValue
 from .window_types import WindowPlan, WindowTerms
 
 
@@ -36,6 +37,7 @@ def solve_batch(dp: WindowDP, terms: Sequence[WindowTerms], time_limit: float, m
     out: list = [None] * len(terms)
     searches = [GridSearch(dp.levels, dp.max_levels, float(mip_gap)) for _ in terms]
     tails = [TailValue(dp.job, tm, dp.w) for tm in terms]
+    stack = TailStack(tails)
     pends = [dp.pendings(float(tm.pending_h)) for tm in terms]
     todo = list(range(len(terms)))
     while todo:
@@ -45,8 +47,8 @@ def solve_batch(dp: WindowDP, terms: Sequence[WindowTerms], time_limit: float, m
             band = dp.band(Grid.over(float(terms[i].remaining), dp.tol, levels))
             groups.setdefault((levels, pends[i].tobytes(), int(band - 1).bit_length()), []).append(i)
         for (levels, _, _), idx in groups.items():
-            got = _solve_on_grid(dp, [terms[i] for i in idx], [tails[i] for i in idx], pends[idx[0]], levels,
-                                 deadline)
+            got = _solve_on_grid(dp, [terms[i] for i in idx], [tails[i] for i in idx], stack, np.array(idx),
+                                 pends[idx[0]], levels, deadline)
             for j, i in enumerate(idx):
                 try:
                     searches[i].add(None if got is None else got[j])
@@ -67,10 +69,11 @@ def _col(values: Sequence[float], ndim: int) -> np.ndarray:
     return np.asarray(values, dtype=float).reshape((-1,) + (1,) * (ndim - 1))
 
 
-def _solve_on_grid(dp: WindowDP, terms: list[WindowTerms], tails: list[TailValue], pend: np.ndarray, levels: int,
-                   deadline: float) -> list[tuple] | None:
+def _solve_on_grid(dp: WindowDP, terms: list[WindowTerms], tails: list[TailValue], stack: TailStack, rows: np.ndarray,
+                   pend: np.ndarray, levels: int, deadline: float) -> list[tuple] | None:
     """Per window, (the better plan read from its two tables, or None; the bound) on a grid of `levels`, the tables
-    of all computed at once; None when the time ran out."""
+    of all computed at once; None when the time ran out. `tails` are the windows' tail values, also rows `rows` of
+    `stack`."""
     B, T, K, P = len(terms), dp.w, dp.alloc.size, pend.size
     S = 1 + K * P
     grids = [Grid.over(float(tm.remaining), dp.tol, levels) for tm in terms]
@@ -88,7 +91,7 @@ def _solve_on_grid(dp: WindowDP, terms: list[WindowTerms], tails: list[TailValue
             _slot(dp, terms, t, tables[:, t + 1], kinds, out=tables[:, t])
     if time.perf_counter() > deadline:
         return None
-    reader = _Reader(dp, terms, grids, tails, pend, tables, stacked)
+    reader = _Reader(dp, terms, grids, stack, rows, pend, tables, stacked)
     bounds = reader.bounds()
     plans = [reader.follow(which) for which in (0, 1)]
     out = []
@@ -217,9 +220,10 @@ class _Reader:
     path keeps its state (allocation, pending overhead, work done, objective) and its moves are padded to the
     allocation count (padding never chosen)."""
 
-    def __init__(self, dp: WindowDP, terms: list[WindowTerms], grids: list[Grid], tails: list[TailValue],
+    def __init__(self, dp: WindowDP, terms: list[WindowTerms], grids: list[Grid], stack: TailStack, rows: np.ndarray,
                  pend: np.ndarray, tables: np.ndarray, stacked: _Stacked):
-        self.dp, self.terms, self.grids, self.tails, self.pend, self.tables = dp, terms, grids, tails, pend, tables
+        self.dp, self.terms, self.grids, self.pend, self.tables = dp, terms, grids, pend, tables
+        self.stack, self.tail_rows = stack, rows  # the windows' tail values: rows of the stack
         self.B, self.M = len(terms), dp.alloc.size + 1
         self.R = np.array([tm.remaining for tm in terms], dtype=float)
         self.q = np.array([g.q for g in grids], dtype=float)
@@ -272,7 +276,7 @@ class _Reader:
         after = R - (d + cap)
         fin = run & (after <= dp.tol)
         if t + 1 == T:
-            later = np.stack([self.tails[int(i)](np.maximum(after[r], dp.tol)) for r, i in enumerate(b)])
+            later = self.stack.at(self.tail_rows[b], np.maximum(after, dp.tol))
         else:
             x = (d + cap) / self.q[b][:, None]
             lv = np.where(which[:, None] == 0, np.rint(x), np.ceil(x) - 1)
@@ -350,8 +354,8 @@ class _Reader:
             k_cur[alive[cont]] = k[cont]
             p_cur[alive[cont]] = mv["pending"][r, pick][cont]
             alive = alive[keep]
-        for i in alive:
-            i = int(i)
-            result[i] = (o[i].copy(), s[i].copy(), work[i].copy(),
-                         float(objective[i]) + float(self.tails[i](np.array([self.R[i] - done[i]]))[0]))
+        if alive.size:  # past the window: the tail's value of the work left
+            rest = self.stack.at(self.tail_rows[alive], (self.R[alive] - done[alive])[:, None])[:, 0]
+            for i, value in zip(alive.tolist(), rest.tolist()):
+                result[i] = (o[i].copy(), s[i].copy(), work[i].copy(), float(objective[i]) + value)
         return result
