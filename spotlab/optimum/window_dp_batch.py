@@ -179,6 +179,7 @@ def _slot(dp: WindowDP, terms: list[WindowTerms], t: int, nxt: np.ndarray, kinds
     value_end = col["value_end"]
     lim4 = lim[..., None]
     masked_out = np.arange(Kt)[None, None, None, :] >= allowed[:, None, None, None]  # allocations not allowed
+    some_masked = bool(masked_out.any())
     f = dp.full_od if 0 <= dp.full_od < Kt else None
     flat = nxt.ravel()
     values = []
@@ -193,19 +194,27 @@ def _slot(dp: WindowDP, terms: list[WindowTerms], t: int, nxt: np.ndarray, kinds
         finished += value_end
         gathered = np.where(kinds.finishes[e][..., :Kt], finished, gathered)
         v = gathered - cost
-        v[np.broadcast_to(masked_out, v.shape)] = -np.inf
+        if some_masked:
+            v[np.broadcast_to(masked_out, v.shape)] = -np.inf
         values.append(v)
+    # the best change (the first allocation at the maximum) and the best of the others, slice by slice: the
+    # allocation axis is short, where numpy's reductions along it cost more than the arithmetic
     change = values[0]
-    best = change.argmax(axis=3)[..., None]
-    v1 = change.max(axis=3, keepdims=True)
-    masked = change.copy()
-    np.put_along_axis(masked, best, -np.inf, axis=3)
-    v2 = masked.max(axis=3, keepdims=True)
-    top = np.maximum(idle[..., None], v1)
-    out[:, :, :, :1] = top
-    out[:, :, :, 1 + Kt * P:] = top  # allocations no window's slot allows: idle or change
-    base = np.broadcast_to(top, change.shape).copy()  # the best change, but for the best allocation itself
-    np.put_along_axis(base, best, np.maximum(v2, idle[..., None]), axis=3)
+    v1 = change[..., 0]
+    for k in range(1, Kt):
+        v1 = np.maximum(v1, change[..., k])
+    best = np.zeros(v1.shape, dtype=np.int64)
+    for k in range(Kt - 1, 0, -1):
+        best[change[..., k] == v1] = k
+    best[change[..., 0] == v1] = 0
+    v2 = np.full(v1.shape, -np.inf)
+    for k in range(Kt):
+        v2 = np.maximum(v2, np.where(best == k, -np.inf, change[..., k]))
+    top = np.maximum(idle, v1)
+    out[:, :, :, 0] = top
+    out[:, :, :, 1 + Kt * P:] = top[..., None]  # allocations no window's slot allows: idle or change
+    # the best change, but for the best allocation itself
+    base = np.where(best[..., None] == np.arange(Kt), np.maximum(v2, idle)[..., None], top[..., None])
     for j, v in enumerate(values[1:]):  # keep: state 1 + k*P + j
         out[:, :, :, 1 + j:1 + Kt * P:P] = np.maximum(base, v)
     if not runs.all():  # nothing runs: idle, and the net does not apply
