@@ -93,7 +93,7 @@ def _solve_on_grid(dp: WindowDP, terms: list[WindowTerms], tails: list[TailValue
         return None
     reader = _Reader(dp, terms, grids, stack, rows, pend, tables, stacked)
     bounds = reader.bounds()
-    plans = [reader.follow(which) for which in (0, 1)]
+    plans = reader.follow()
     out = []
     for b in range(B):
         got = [p for p in (plans[0][b], plans[1][b]) if p]
@@ -311,39 +311,40 @@ class _Reader:
         vals = self._values(b, 0, mv, np.zeros(self.B), np.ones(self.B, dtype=np.int64))[0]
         return [float(np.max(vals[r][mv["valid"][r]])) for r in range(self.B)]
 
-    def follow(self, which: int) -> list:
-        """Per window, the plan read forward on table `which` as (o, s, work, objective), None where it broke the
-        net (`WindowDP._follow`)."""
+    def follow(self) -> tuple[list, list]:
+        """Per window, the plans read forward on the guide table and on the upper table as (o, s, work, objective),
+        None where it broke the net (`WindowDP._follow`): both tables' paths at once (path p: window p mod B,
+        table p // B)."""
         dp, T, B, dt = self.dp, self.dp.w, self.B, self.dp.dt
-        o = np.zeros((B, T), dtype=np.int64)
-        s = np.zeros((B, T), dtype=np.int64)
-        work = np.zeros((B, T))
-        k_cur = np.array(self.start_k, dtype=np.int64)
-        p_cur = np.array([tm.pending_h for tm in self.terms], dtype=float)
-        done, objective = np.zeros(B), np.zeros(B)
-        result: list = [None] * B
-        alive = np.arange(B)
+        N = 2 * B
+        win, which = np.tile(np.arange(B), 2), np.repeat(np.arange(2), B)
+        o = np.zeros((N, T), dtype=np.int64)
+        s = np.zeros((N, T), dtype=np.int64)
+        work = np.zeros((N, T))
+        k_cur = np.tile(np.array(self.start_k, dtype=np.int64), 2)
+        p_cur = np.tile(np.array([tm.pending_h for tm in self.terms], dtype=float), 2)
+        done, objective = np.zeros(N), np.zeros(N)
+        result: list = [None] * N
+        alive = np.arange(N)
         for t in range(T):
             if not alive.size:
                 break
-            mv = self._moves(alive, t, k_cur[alive], p_cur[alive])
-            vals, fin, now, ok = self._values(alive, t, mv, done[alive], np.full(alive.size, which))
+            b = win[alive]
+            mv = self._moves(b, t, k_cur[alive], p_cur[alive])
+            vals, fin, now, ok = self._values(b, t, mv, done[alive], which[alive])
             any_ok = ok.any(axis=1)
             finite = np.isfinite(vals).any(axis=1)
             most = np.where(ok, dp.alloc.rate[np.maximum(mv["k"], 0)] * (mv["k"] >= 0) * (dt - mv["loss"]), -np.inf)
             pick = np.where(finite, vals.argmax(axis=1), most.argmax(axis=1))
             r = np.arange(alive.size)
             k = mv["k"][r, pick]
-            R_left = self.R[alive] - done[alive]
-            stopped = (k < 0) & (R_left > self.per_slot["lim"][alive, t]) \
-                & self.may_stop[alive] & (t < self.left[alive])
-            keep = np.ones(alive.size, dtype=bool)
-            for j in np.flatnonzero(~any_ok):  # no move keeps the net: no plan
-                keep[j] = False
+            R_left = self.R[b] - done[alive]
+            stopped = (k < 0) & (R_left > self.per_slot["lim"][b, t]) & self.may_stop[b] & (t < self.left[b])
+            keep = any_ok.copy()  # no move keeps the net: no plan
             for j in np.flatnonzero(any_ok & stopped):  # stopped: nothing runs
                 i = int(alive[j])
                 result[i] = (o[i].copy(), s[i].copy(), work[i].copy(),
-                             float(objective[i]) + float(self.terms[i].stop_value))
+                             float(objective[i]) + float(self.terms[int(win[i])].stop_value))
                 keep[j] = False
             go = any_ok & ~stopped
             objective[alive[go]] = objective[alive[go]] + now[r, pick][go]
@@ -364,7 +365,8 @@ class _Reader:
             p_cur[alive[cont]] = mv["pending"][r, pick][cont]
             alive = alive[keep]
         if alive.size:  # past the window: the tail's value of the work left
-            rest = self.stack.at(self.tail_rows[alive], (self.R[alive] - done[alive])[:, None])[:, 0]
+            b = win[alive]
+            rest = self.stack.at(self.tail_rows[b], (self.R[b] - done[alive])[:, None])[:, 0]
             for i, value in zip(alive.tolist(), rest.tolist()):
                 result[i] = (o[i].copy(), s[i].copy(), work[i].copy(), float(objective[i]) + value)
-        return result
+        return result[:B], result[B:]
