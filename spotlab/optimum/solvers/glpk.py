@@ -8,6 +8,7 @@ GLPK library directly: `SolverFactory("swiglpk").solve(model, timelimit=10, mip_
 
 from __future__ import annotations
 
+import ctypes
 import math
 import time
 
@@ -33,6 +34,12 @@ def _glpk_bounds(lo: float, hi: float):
     if lo == hi:
         return glp.GLP_FX, lo, hi
     return glp.GLP_DB, lo, hi
+
+
+def _fill(array, values: np.ndarray) -> None:
+    """Copy `values` (C ints or doubles, as `array` holds) into a swiglpk array in one move: element by element
+    through the wrapper costs a Python call per matrix entry, more than many a solve."""
+    ctypes.memmove(int(array.cast()), values.ctypes.data, values.nbytes)
 
 
 GLPK_CUTS = ("gmi_cuts", "mir_cuts", "cov_cuts", "clq_cuts")
@@ -70,8 +77,10 @@ def solve_glpk(form: StandardForm, time_limit: float, mip_gap: float, tee: bool 
                 glp.glp_set_row_bnds(lp, i + 1, kind, a, b)
             nnz = A.nnz
             ia, ja, ar = glp.intArray(nnz + 1), glp.intArray(nnz + 1), glp.doubleArray(nnz + 1)
-            for k, (i, j, v) in enumerate(zip(A.row.tolist(), A.col.tolist(), A.data.tolist()), start=1):
-                ia[k], ja[k], ar[k] = i + 1, j + 1, v
+            # GLPK's arrays are 1-based: entry 0 is unused
+            _fill(ia, np.concatenate([[0], A.row + 1]).astype(np.intc))
+            _fill(ja, np.concatenate([[0], A.col + 1]).astype(np.intc))
+            _fill(ar, np.concatenate([[0.0], A.data]).astype(np.float64))
             glp.glp_load_matrix(lp, nnz, ia, ja, ar)
         msg = glp.GLP_MSG_ALL if tee else glp.GLP_MSG_OFF
         tm = max(1, int(min(time_limit * 1000, GLPK_MAX_MS)))  # GLPK's limit is a C int of milliseconds
