@@ -145,11 +145,18 @@ class _Kinds:
             rows = 1 + np.arange(K) * P + int(nearest(pend, np.array([p_next]))[0])
             level = np.minimum(np.arange(m)[None, None, :, None] + shift, m - 1)
             index = (np.arange(2)[None, :, None, None] * m + level) * S + rows[None, None, None, :]
-            self.finishes.append(finishes)
-            self.left_after.append(left)
-            self.unused.append(unused)
-            self.index.append(index + offset)
+            # allocation-major (K, B, 2, m), each allocation's block contiguous: the slot's arithmetic runs one
+            # allocation at a time on long rows (numpy's inner loops along a short last axis are slow)
+            self.finishes.append(_by_allocation(np.broadcast_to(finishes, index.shape)))
+            self.left_after.append(_by_allocation(np.broadcast_to(left, index.shape)))
+            self.unused.append(_by_allocation(np.broadcast_to(unused, index.shape)))
+            self.index.append(_by_allocation(index + offset))
         self.idle_left = (R - rep)[:, :, :, 0]  # (B, 2, m)
+
+
+def _by_allocation(x: np.ndarray) -> np.ndarray:
+    """(B, 2, m, K) as a contiguous (K, B, 2, m)."""
+    return np.ascontiguousarray(np.moveaxis(x, -1, 0))
 
 
 def _slot(dp: WindowDP, terms: list[WindowTerms], t: int, nxt: np.ndarray, kinds: _Kinds, out: np.ndarray) -> None:
@@ -171,52 +178,48 @@ def _slot(dp: WindowDP, terms: list[WindowTerms], t: int, nxt: np.ndarray, kinds
         if not runs.all():  # nothing runs: idle, and the net does not apply
             out[~runs] = nxt[~runs][:, :, :, :1]
         return
-    o, s = al.o[None, None, None, :Kt], al.s[None, None, None, :Kt]
-    col = {name: getattr(st, name)[:, t].reshape(-1, 1, 1, 1)
+    col = {name: getattr(st, name)[:, t].reshape(-1, 1, 1)
            for name in ("od_cost", "sp_cost", "od_refund", "sp_refund", "value_unused", "value_end")}
-    cost = o * col["od_cost"] + s * col["sp_cost"]
-    gain = o * col["od_refund"] + s * col["sp_refund"] + col["value_unused"]
-    value_end = col["value_end"]
-    lim4 = lim[..., None]
-    masked_out = np.arange(Kt)[None, None, None, :] >= allowed[:, None, None, None]  # allocations not allowed
-    some_masked = bool(masked_out.any())
-    f = dp.full_od if 0 <= dp.full_od < Kt else None
     flat = nxt.ravel()
-    values = []
-    for e in range(1 + P):
-        left = kinds.left_after[e][..., :Kt]
-        bad = left > lim4  # the net fires and the slot did not run N_max on demand
-        if f is not None:
-            bad[..., f] &= left[..., f] - lim > dp.job.work
-        gathered = np.take(flat, kinds.index[e][..., :Kt], mode="clip")
-        gathered[bad] = -np.inf
-        finished = kinds.unused[e][..., :Kt] * gain
-        finished += value_end
-        gathered = np.where(kinds.finishes[e][..., :Kt], finished, gathered)
-        v = gathered - cost
-        if some_masked:
-            v[np.broadcast_to(masked_out, v.shape)] = -np.inf
-        values.append(v)
-    # the best change (the first allocation at the maximum) and the best of the others, slice by slice: the
-    # allocation axis is short, where numpy's reductions along it cost more than the arithmetic
+    values = [[] for _ in range(1 + P)]  # per move kind (a change, then keeping with each pending value), allocation
+    for k in range(Kt):
+        o, s = al.o[k], al.s[k]
+        cost = o * col["od_cost"] + s * col["sp_cost"]
+        not_allowed = allowed <= k  # an allocation the window's slot does not allow is worth minus infinity
+        if not_allowed.any():
+            cost = np.where(not_allowed[:, None, None], np.inf, cost)
+        gain = o * col["od_refund"] + s * col["sp_refund"] + col["value_unused"]
+        for e in range(1 + P):
+            left = kinds.left_after[e][k]
+            bad = left > lim  # the net fires and the slot did not run N_max on demand
+            if k == dp.full_od:
+                bad &= left - lim > dp.job.work
+            gathered = np.take(flat, kinds.index[e][k], mode="clip")
+            gathered[bad] = -np.inf
+            finished = kinds.unused[e][k] * gain
+            finished += col["value_end"]
+            gathered = np.where(kinds.finishes[e][k], finished, gathered)
+            values[e].append(gathered - cost)
+    # the best change (the first allocation at the maximum) and the best of the others
     change = values[0]
-    v1 = change[..., 0]
+    v1 = change[0]
     for k in range(1, Kt):
-        v1 = np.maximum(v1, change[..., k])
+        v1 = np.maximum(v1, change[k])
     best = np.zeros(v1.shape, dtype=np.int64)
     for k in range(Kt - 1, 0, -1):
-        best[change[..., k] == v1] = k
-    best[change[..., 0] == v1] = 0
+        best[change[k] == v1] = k
+    best[change[0] == v1] = 0
     v2 = np.full(v1.shape, -np.inf)
     for k in range(Kt):
-        v2 = np.maximum(v2, np.where(best == k, -np.inf, change[..., k]))
+        v2 = np.maximum(v2, np.where(best == k, -np.inf, change[k]))
     top = np.maximum(idle, v1)
     out[:, :, :, 0] = top
     out[:, :, :, 1 + Kt * P:] = top[..., None]  # allocations no window's slot allows: idle or change
-    # the best change, but for the best allocation itself
-    base = np.where(best[..., None] == np.arange(Kt), np.maximum(v2, idle)[..., None], top[..., None])
-    for j, v in enumerate(values[1:]):  # keep: state 1 + k*P + j
-        out[:, :, :, 1 + j:1 + Kt * P:P] = np.maximum(base, v)
+    second = np.maximum(v2, idle)
+    for k in range(Kt):  # keep: state 1 + k*P + j, against the best change but for k itself
+        base = np.where(best == k, second, top)
+        for j in range(P):
+            out[:, :, :, 1 + k * P + j] = np.maximum(base, values[1 + j][k])
     if not runs.all():  # nothing runs: idle, and the net does not apply
         out[~runs] = nxt[~runs][:, :, :, :1]
 
