@@ -74,6 +74,19 @@ def _take_from_end(hours: np.ndarray, amount: float) -> np.ndarray:
     return np.maximum(np.minimum(hours, used[::-1] - amount), 0.0) if amount > 0 else hours
 
 
+def _check_values(named: tuple, size: int, whose: str) -> None:
+    """Each of `named` ((label, values), ...) must be `size` finite values >= 0, else a `SolverError` naming the
+    first that is not. All are checked at once: the window's terms check ten arrays per window and slot."""
+    arrays = [np.asarray(arr, dtype=float) for _, arr in named]
+    if all(arr.shape == (size,) for arr in arrays):
+        every = np.concatenate(arrays)
+        if np.isfinite(every).all() and not (every < 0).any():
+            return
+    for (label, _), arr in zip(named, arrays):
+        if arr.shape != (size,) or not np.all(np.isfinite(arr)) or np.any(arr < 0):
+            raise SolverError(f"window problem: {whose}{label} must be {size} finite values >= 0 (got {arr!r})")
+
+
 def _no_better_than_stopping(plan: WindowPlan, terms: WindowTerms) -> bool:
     """Whether a plan of a job that may stop is worth no more than stopping it (within the solver's tolerance)."""
     return plan.objective <= terms.stop_value + 1e-9 * max(1.0, abs(terms.stop_value))
@@ -187,6 +200,11 @@ class WindowProblem:
             raise SolverError(f"tail blocks must be a whole number >= 0 (got {blocks!r})")
         self.job, self.w, self.slot_hours, self.blocks = job, int(w), float(slot_hours), int(blocks)
         self.forms_: dict[tuple[float, bool, bool], StandardForm] = {}
+        self.segments_ = work_segments(job)  # the tail's work rates
+        counts = np.arange(job.n_min, job.n_max + 1) if job.throughput.is_linear else \
+            np.array([n for n, _ in job.throughput.table if job.n_min <= n <= job.n_max])
+        per_gpu = [float(np.min(job.throughput(counts) / counts))] + [slope for _, slope, _ in self.segments_]
+        self.least_rate_ = max(min(per_gpu), 1e-9)  # the fewest work units a GPU-hour does (`shortfall_price`)
         self.dp_ = None  # the DP's tables, built at its first solve
         self.n_solves_ = 0
 
@@ -215,9 +233,7 @@ class WindowProblem:
         a = np.asarray(avail, dtype=float)
         sp = np.asarray(spot_price, dtype=float)
         od = np.asarray(od_price, dtype=float)
-        for label, arr in (("availability", a), ("spot price", sp), ("on-demand price", od)):
-            if arr.shape != (T,) or not np.all(np.isfinite(arr)) or np.any(arr < 0):
-                raise SolverError(f"window problem: the {label} must be {T} finite values >= 0 (got {arr!r})")
+        _check_values((("availability", a), ("spot price", sp), ("on-demand price", od)), T, "the ")
         if not (math.isfinite(state.remaining) and 0 < state.remaining <= job.work * (1 + 1e-9)):
             raise SolverError(f"window problem: remaining work {state.remaining!r} must be in (0, {job.work}]")
         if net not in ("strict", "cbl", "off"):
@@ -244,14 +260,10 @@ class WindowProblem:
                     raise SolverError("window problem: the tail's mixed GPU-hours and mixed price come together")
                 mixed = np.zeros(n_used) if tail.mixed_gpu_hours is None else tail.mixed_gpu_hours
                 mixed_price = np.zeros(n_used) if tail.mixed_price is None else tail.mixed_price
-                for label, arr in (("hours", tail.hours), ("spot GPU-hours", tail.spot_gpu_hours),
-                                   ("spot price", tail.spot_price), ("on-demand price", tail.od_price),
-                                   ("stalled hours", stalled), ("mixed GPU-hours", mixed),
-                                   ("mixed price", mixed_price)):
-                    arr = np.asarray(arr, dtype=float)
-                    if arr.shape != (n_used,) or not np.all(np.isfinite(arr)) or np.any(arr < 0):
-                        raise SolverError(f"window problem: the tail's {label} must be {n_used} finite values "
-                                          f">= 0 (got {arr!r})")
+                _check_values((("hours", tail.hours), ("spot GPU-hours", tail.spot_gpu_hours),
+                               ("spot price", tail.spot_price), ("on-demand price", tail.od_price),
+                               ("stalled hours", stalled), ("mixed GPU-hours", mixed), ("mixed price", mixed_price)),
+                              n_used, "the tail's ")
                 # the hours left to work in: a restart stalls the whole job (the block still ends where it ends),
                 # and the net's margin before the hard deadline is not the plan's to spend
                 lengths[:n_used] = np.maximum(lengths[:n_used] - np.asarray(stalled, dtype=float), 0.0)
@@ -540,7 +552,7 @@ class WindowProblem:
         of finishing it works until then and loses what it spent (measured: docs/decisions/chc-give-up.md). Such a
         job may stop at once."""
         job = self.job
-        least = remaining / work_segments(job)[0][1] * float(np.min(prices))
+        least = remaining / self.segments_[0][1] * float(np.min(prices))
         return least > float(job.value) + float(job.miss_penalty) + 1e-9 * max(1.0, float(job.value))
 
     def net_margin(self, net: str) -> float:
@@ -560,8 +572,4 @@ class WindowProblem:
         earned one constant whatever work it did, so the cheapest plan, doing nothing, won: CHC with perfect window
         forecasts idled through the slack it had left, and the deadline guard then held it on on-demand GPUs for
         the rest of the job while spot came and went (docs/decisions/chc-net-margin.md)."""
-        job = self.job
-        counts = np.arange(job.n_min, job.n_max + 1) if job.throughput.is_linear else \
-            np.array([n for n, _ in job.throughput.table if job.n_min <= n <= job.n_max])
-        per_gpu = [float(np.min(job.throughput(counts) / counts))] + [slope for _, slope, _ in work_segments(job)]
-        return 2.0 * float(np.max(od)) / max(min(per_gpu), 1e-9)
+        return 2.0 * float(np.max(od)) / self.least_rate_

@@ -43,7 +43,7 @@ import numpy as np
 from ..errors import SolverError
 from ..jobs.job import Job
 from .window_tail import TailValue
-from .window_types import WindowPlan, WindowTerms
+from .window_types import WindowPlan, WindowTerms, work_segments
 
 LEVELS = 512  # first grid of the work done; doubled while the gap is not proven
 MAX_LEVELS = 4096
@@ -230,6 +230,7 @@ class WindowDP:
         self.levels, self.max_levels = int(levels), int(max_levels)
         self.tol = EPS * max(1.0, float(job.work))
         self.full_od = self.alloc.index(job.n_max, 0)  # what the safety net imposes
+        self.segments = work_segments(job)  # the tail's work rates (`TailValue`)
         self.workspace_: Workspace | None = None
         self.moves_: dict[tuple, Moves] = {}
 
@@ -253,7 +254,7 @@ class WindowDP:
         started = time.perf_counter() if started is None else started
         deadline = started + float(time_limit)
         search = GridSearch(self.levels, self.max_levels, float(mip_gap))
-        tail = TailValue(self.job, terms, self.w)  # the same on every grid
+        tail = TailValue(self.job, terms, self.w, self.segments)  # the same on every grid
         while not search.done:
             search.add(self._solve_on_grid(terms, search.levels, deadline, tail))
         return search.result(started)

@@ -36,7 +36,7 @@ def solve_batch(dp: WindowDP, terms: Sequence[WindowTerms], time_limit: float, m
     deadline = started + float(time_limit) * max(1, len(terms))
     out: list = [None] * len(terms)
     searches = [GridSearch(dp.levels, dp.max_levels, float(mip_gap)) for _ in terms]
-    tails = [TailValue(dp.job, tm, dp.w) for tm in terms]
+    tails = [TailValue(dp.job, tm, dp.w, dp.segments) for tm in terms]
     stack = TailStack(tails)
     pends = [dp.pendings(float(tm.pending_h)) for tm in terms]
     todo = list(range(len(terms)))

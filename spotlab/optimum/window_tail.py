@@ -23,12 +23,14 @@ from .window_types import WindowTerms, work_segments
 class TailValue:
     """What the work left at the window's end is worth, from the terms' tail (see the module docstring)."""
 
-    def __init__(self, job: Job, terms: WindowTerms, T: int):
-        # the MILP's tail: the block's GPU-hours in the concave envelope's segments, most work per GPU-hour
-        # first (spot before on-demand), at most the envelope's peak per hour. Marginal costs rise within a
-        # block, so the cheapest fill over blocks is a fractional knapsack of all the pieces. All blocks at once
-        # (one array entry per block), each piece by the same arithmetic as a block-by-block loop
-        segments = work_segments(job)
+    def __init__(self, job: Job, terms: WindowTerms, T: int,
+                 segments: tuple[tuple[float, float, float], ...] | None = None):
+        # the MILP's tail: the block's GPU-hours in the concave envelope's segments (`work_segments`, given by a
+        # caller that solves many windows of the job), most work per GPU-hour first (spot before on-demand), at
+        # most the envelope's peak per hour. Marginal costs rise within a block, so the cheapest fill over blocks
+        # is a fractional knapsack of all the pieces. All blocks at once (one array entry per block), each piece
+        # by the same arithmetic as a block-by-block loop
+        segments = work_segments(job) if segments is None else segments
         peak = sum(width * slope for width, slope, _ in segments)
         self.unfinished = float(terms.unfinished)
         self.shortfall_price = float(terms.shortfall_price)
