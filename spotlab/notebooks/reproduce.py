@@ -162,16 +162,11 @@ def _merged_log(path: Path, quick: bool, seconds: float, log: list[dict]) -> dic
             "notebooks": records}
 
 
-# Notebooks started (in a full run) only once the others have finished: the RL notebook trains two agents at a
-# time on its own (its cells use both cores), so beside the spot-market notebooks it would slow them and itself.
-RUN_LAST = ("10_rl_scheduling",)
-
-
 # The longest notebooks of a full run, longest first, started first when no earlier run has recorded the times (a
 # fresh clone): with two at a time, starting the long ones first keeps both cores busy to the end (longest
 # processing time first). The order of the last full run's times (docs/results/last-full-run).
-LONG_FIRST = ("01c_leaderboard", "11_multi_region", "02_predictability", "05_commitment", "04_error_sensitivity",
-              "09_cluster_scheduling")
+LONG_FIRST = ("01c_leaderboard", "11_multi_region", "10_rl_scheduling", "02_predictability", "05_commitment",
+              "04_error_sensitivity", "09_cluster_scheduling")
 LONG_FIRST_QUICK = ("10_rl_scheduling", "09_cluster_scheduling", "01c_leaderboard", "02_predictability")
 
 
@@ -228,22 +223,17 @@ def reproduce(args: argparse.Namespace) -> int:
             failed = (by_stem[stem], exc)
         return True
 
-    last = () if args.quick else RUN_LAST  # quick runs are short: two at a time throughout is faster
-    first = _longest_first([s for s in sources if s.stem not in last], out_dir / "reproduce_log.json", args.quick)
-    phases = [first, [s for s in sources if s.stem in last]]
-    phase_s: list[float] = []
-    for phase in phases:
-        if scheduler is not None and phase:  # each notebook a task on the cluster, longest first; absolute paths
-            run_dask([Task(s.stem, run_notebook_on_worker, (s.resolve(), build.resolve(), out_dir.resolve(),
-                                                            args.quick, args.force, html_dir and html_dir.resolve()))
-                      for s in phase], scheduler, on_done, error=ExperimentError, name="notebook", one_per_thread=True)
-        elif phase:  # threads: each notebook runs in its own kernel process
-            threads = kernel_threads(jobs, len(phase))
-            one = partial(run_notebook, force=args.force, progress=cell_bars, html_dir=html_dir, threads=threads)
-            run_local([Task(s.stem, one, (s, build, out_dir, args.quick)) for s in phase], on_done, jobs, threads=True)
-        phase_s.append(time.perf_counter() - started)
-        if failed is not None:
-            break
+    # one queue, longest first: a core that a finishing notebook frees takes the next one (no notebook waits for
+    # a group of others to finish while a core is idle)
+    todo = _longest_first(sources, out_dir / "reproduce_log.json", args.quick)
+    if scheduler is not None:  # each notebook a task on the cluster, longest first; absolute paths
+        run_dask([Task(s.stem, run_notebook_on_worker, (s.resolve(), build.resolve(), out_dir.resolve(),
+                                                        args.quick, args.force, html_dir and html_dir.resolve()))
+                  for s in todo], scheduler, on_done, error=ExperimentError, name="notebook", one_per_thread=True)
+    else:  # threads: each notebook runs in its own kernel process
+        threads = kernel_threads(jobs, len(todo))
+        one = partial(run_notebook, force=args.force, progress=cell_bars, html_dir=html_dir, threads=threads)
+        run_local([Task(s.stem, one, (s, build, out_dir, args.quick)) for s in todo], on_done, jobs, threads=True)
     bar.close()
     if failed is not None:
         src, exc = failed
@@ -254,16 +244,11 @@ def reproduce(args: argparse.Namespace) -> int:
     log.sort(key=lambda r: r["notebook"])
     total = time.perf_counter() - started
     merged = _merged_log(out_dir / "reproduce_log.json", args.quick, total, log)
-    if phases[1] and phases[0]:  # wall time until every notebook but those run last had finished
-        merged["seconds_before_" + "_".join(s.stem for s in phases[1])] = round(phase_s[0], 1)
     (out_dir / "reproduce_log.json").write_text(json.dumps(merged, indent=2))
     if scheduler is not None:
         merged["scheduler"] = scheduler
     for rec in log:
         print(f"{rec['notebook']:40s} {rec['status']:7s} {rec['seconds']:8.1f} s  {rec.get('where', 'local')}")
-    if phases[1] and phases[0]:
-        print(f"the paper's notebooks took {phase_s[0]:.0f} s; then {', '.join(s.stem for s in phases[1])} "
-              f"{total - phase_s[0]:.0f} s")
     print(f"done in {total:.0f} s; figures and data in {out_dir}/"
           + ("" if html_dir is None else f", the executed notebooks as HTML in {html_dir}/"))
     try:  # the claims report must never fail a reproduction whose notebooks ran

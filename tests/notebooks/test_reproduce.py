@@ -92,10 +92,10 @@ def test_the_long_notebooks_named_first_exist():
     """A renamed notebook would silently drop out of the start order of a fresh clone."""
     from pathlib import Path
 
-    from spotlab.notebooks.reproduce import LONG_FIRST, LONG_FIRST_QUICK, RUN_LAST, notebook_sources
+    from spotlab.notebooks.reproduce import LONG_FIRST, LONG_FIRST_QUICK, notebook_sources
 
     stems = {s.stem for s in notebook_sources(Path(__file__).parents[2] / "notebooks")}
-    assert set(LONG_FIRST) | set(LONG_FIRST_QUICK) | set(RUN_LAST) <= stems
+    assert set(LONG_FIRST) | set(LONG_FIRST_QUICK) <= stems
 
 
 def test_kernel_threads_split_the_cores():
@@ -104,7 +104,7 @@ def test_kernel_threads_split_the_cores():
     assert kernel_threads(jobs=2, notebooks=10, cores=2) == 1
     assert kernel_threads(jobs=2, notebooks=10, cores=8) == 4
     assert kernel_threads(jobs=4, notebooks=10, cores=2) == 1  # never below one
-    assert kernel_threads(jobs=2, notebooks=1, cores=8) is None  # alone (notebook 10 at the end): the default
+    assert kernel_threads(jobs=2, notebooks=1, cores=8) is None  # a kernel alone: the default
     assert kernel_threads(jobs=1, notebooks=10, cores=8) is None
 
 
