@@ -190,22 +190,41 @@ class CHC(OnlinePolicy):
             self.requested_ = np.maximum(self.requested_, np.nan_to_num(np.nanmax(
                 np.where(np.isfinite(ep.history_avail), ep.history_avail, 0), axis=1)).astype(int))
         self.forecasters_: dict[tuple[int, str], dict[str, Any]] = {}
+        self.past_: dict[tuple[int, str], np.ndarray | None] = {}
         self.stats_ = {"solves": 0, "solves_dp": 0, "solve_s": [], "fallbacks": 0, "decisions": 0, "time_limit": 0,
                        "no_schedule": 0, "forecast_s": 0.0, "fit_failures": 0}
         self.base_seed_ = int(ctx.seed) * 1_000_003 + int(self.seed)
 
     # --------------------------------------------------------------------------------- forecasts
 
-    def _history(self, i: int, t: int, target: str) -> np.ndarray:
+    def _past(self, i: int, target: str) -> np.ndarray | None:
+        """The gap-free end of window i's history before the job (None: no history), kept for the run: every slot
+        of every window reads it."""
+        key = (i, target)
+        if key not in self.past_:
+            ep = self.ctx_.episodes
+            past = ep.history_avail if target == "availability" else ep.history_price
+            before = None
+            if past is not None:
+                before = past[i]
+                gaps = np.flatnonzero(~np.isfinite(before))
+                before = before[gaps[-1] + 1:] if gaps.size else before  # the gap-free tail only
+            self.past_[key] = before
+        return self.past_[key]
+
+    def _history(self, i: int, t: int, target: str, last: int | None = None) -> np.ndarray:
+        """What was observed of `target` in window i up to slot t, its history before the job first; with `last`,
+        only the last `last` values."""
         ep = self.ctx_.episodes
-        now = ep.avail[i, :t + 1].astype(float) if target == "availability" else ep.spot_price[i, :t + 1]
-        past = ep.history_avail if target == "availability" else ep.history_price
-        if past is None:
-            return np.asarray(now, dtype=float)
-        before = past[i]
-        finite = np.flatnonzero(~np.isfinite(before))
-        before = before[finite[-1] + 1:] if finite.size else before  # the gap-free tail only
-        return np.concatenate([before, now])
+        now = ep.avail[i, :t + 1] if target == "availability" else ep.spot_price[i, :t + 1]
+        before = self._past(i, target)
+        if last is not None:
+            if before is None or now.size >= last:
+                return np.array(now[-last:], dtype=float)
+            before = before[max(0, before.size - (last - now.size)):]
+        if before is None:
+            return np.array(now, dtype=float)
+        return np.concatenate([before, np.asarray(now, dtype=float)])
 
     def _model_forecast(self, i: int, t: int, target: str, k: int) -> np.ndarray:
         """h = 1..k forecasts of `target` for window i at origin t, from the registered model."""
@@ -326,7 +345,7 @@ class CHC(OnlinePolicy):
     def _recent(self, i: int, t: int, target: str) -> np.ndarray:
         """The last `train_hours` observed of `target` (the history before the job included): the past that the
         tail and the reserve read."""
-        return self._history(i, t, target)[-max(1, int(round(self.train_hours / self.dt_))):]
+        return self._history(i, t, target, last=max(1, int(round(self.train_hours / self.dt_))))
 
     def _useful_share(self, avail: np.ndarray) -> float:
         """`restart_share` of a job following the spot of `avail` (GPUs; not finite: none), up to N_max."""
