@@ -232,11 +232,20 @@ class Engine:
                 self._n_ended += 1
         return True
 
+    def log(self) -> tuple[Sequence[Attempt], Sequence[int]]:
+        """Once every job has ended: every attempt (start order) and, per job, the index of the attempt that
+        ended it (-1: rejected), what `result` builds its tables from (read-only)."""
+        self._check_ended()
+        return self._attempts, self._ended
+
     def result(self, policy: str = "manual") -> ClusterResult:
         """The run's tables once every job has ended; ``policy`` names whoever made the decisions."""
+        self._check_ended()
+        return build_result(self.cluster, self.jobs, policy, self._attempts, self._ended, self.admission.reasons,
+                            self.admission.places, self.admission.skipped)
+
+    def _check_ended(self) -> None:
         if self._n_ended < len(self.jobs):
             left = len(self.jobs) - self._n_ended
             raise ClusterError(f"the run has not ended: {left} job(s) queued or running ({len(self.state.queue)} "
                                f"queued, {len(self.state.running)} running, {len(self._events)} event(s) left)")
-        return build_result(self.cluster, self.jobs, policy, self._attempts, self._ended, self.admission.reasons,
-                            self.admission.places, self.admission.skipped)

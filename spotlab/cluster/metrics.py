@@ -9,7 +9,9 @@ Pure functions of a `ClusterResult`, over the jobs that finished (failed and rej
 - utilisation: GPU-seconds used / (cluster GPUs x makespan from the first arrival to the last release), as
   `ClusterResult.summary`.
 
-`job_score` averages one of them; `improvement` is the relative gain of a run over a baseline on the same jobs,
+`job_score` averages one of them; `log_scores` gives all four of an ended `Engine` straight from its log, the same
+numbers bit for bit without building the result tables (a learning environment scores thousands of episodes);
+`improvement` is the relative gain of a run over a baseline on the same jobs,
 positive when the run is better (lower wait, JCT, slowdown; higher utilisation): what a learning agent's reward
 can be built from.
 """
@@ -17,6 +19,7 @@ can be built from.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -24,7 +27,10 @@ import pandas as pd
 from ..errors import ClusterError
 from .result import ClusterResult
 
-__all__ = ["METRICS", "bounded_slowdowns", "improvement", "jcts", "job_score", "utilisation", "waits"]
+if TYPE_CHECKING:
+    from .engine import Engine
+
+__all__ = ["METRICS", "bounded_slowdowns", "improvement", "jcts", "job_score", "log_scores", "utilisation", "waits"]
 
 METRICS = ("bsld", "wait", "jct", "utilisation")
 _HIGHER_IS_BETTER = {"utilisation"}
@@ -46,15 +52,23 @@ def jcts(result: ClusterResult) -> np.ndarray:
     return _done(result)["jct_s"].to_numpy(dtype=float)
 
 
-def bounded_slowdowns(result: ClusterResult, threshold_s: float = 10.0) -> np.ndarray:
-    """``max((wait + run) / max(run, threshold_s), 1)`` of each finished job (module doc)."""
+def _check_threshold(threshold_s: float) -> None:
     if isinstance(threshold_s, bool) or not isinstance(threshold_s, (int, float)) or not threshold_s > 0 \
             or not math.isfinite(threshold_s):
         raise ClusterError(f"threshold_s must be a finite number > 0, got {threshold_s!r}")
+
+
+def _slowdowns(wait: np.ndarray, run: np.ndarray, threshold_s: float) -> np.ndarray:
+    return np.maximum((wait + run) / np.maximum(run, threshold_s), 1.0)
+
+
+def bounded_slowdowns(result: ClusterResult, threshold_s: float = 10.0) -> np.ndarray:
+    """``max((wait + run) / max(run, threshold_s), 1)`` of each finished job (module doc)."""
+    _check_threshold(threshold_s)
     done = _done(result)
     run = (done["finish_s"] - done["start_s"]).to_numpy(dtype=float)
     wait = done["queue_s"].to_numpy(dtype=float)
-    return np.maximum((wait + run) / np.maximum(run, threshold_s), 1.0)
+    return _slowdowns(wait, run, threshold_s)
 
 
 def utilisation(result: ClusterResult) -> float:
@@ -76,6 +90,46 @@ def job_score(result: ClusterResult, metric: str = "bsld", threshold_s: float = 
     values = {"bsld": lambda: bounded_slowdowns(result, threshold_s), "wait": lambda: waits(result),
               "jct": lambda: jcts(result)}[metric]()
     return float(values.mean()) if values.size else math.nan
+
+
+def log_scores(engine: Engine, threshold_s: float = 10.0) -> dict[str, float]:
+    """Every score of `METRICS` (as `job_score` of ``engine.result()``, bit for bit) from the log of an ended
+    run (`Engine.log`), without building the result tables: each job's values are the same expressions as
+    `spotlab.cluster.result.build_result` writes, reduced by the same numpy calls."""
+    _check_threshold(threshold_s)
+    attempts, ended = engine.log()
+    jobs = engine.jobs
+    busy = [0.0] * len(jobs)
+    for a in attempts:
+        busy[a.job] += a.end - a.start
+    wait, jct, start, finish = [], [], [], []
+    for j, job in enumerate(jobs):
+        ai = ended[j]
+        if ai < 0:
+            continue
+        a = attempts[ai]
+        if a.fails:
+            continue
+        end = a.end
+        wait.append(end - job.arrival_s - busy[j])
+        jct.append(end - job.arrival_s)
+        start.append(a.start)
+        finish.append(end)
+    out = {}
+    if wait:
+        w, run = np.array(wait, dtype=float), np.array(finish, dtype=float) - np.array(start, dtype=float)
+        out["bsld"] = float(_slowdowns(w, run, threshold_s).mean())
+        out["wait"] = float(w.mean())
+        out["jct"] = float(np.array(jct, dtype=float).mean())
+    else:
+        out["bsld"] = out["wait"] = out["jct"] = math.nan
+    if attempts:
+        makespan = float(max(a.end for a in attempts) - min(float(job.arrival_s) for job in jobs))
+        used = np.array([jobs[a.job].options[a.option].gpus * (a.end - a.start) for a in attempts], dtype=float)
+        out["utilisation"] = float(used.sum()) / (engine.cluster.gpus * makespan) if makespan > 0 else math.nan
+    else:
+        out["utilisation"] = math.nan
+    return {name: out[name] for name in METRICS}
 
 
 def improvement(score: float, baseline: float, metric: str = "bsld") -> float:

@@ -17,7 +17,7 @@ from .registry import make_placement, make_scheduler
 from .result import ClusterResult
 from .state import Cluster, SimJob
 
-__all__ = ["simulate"]
+__all__ = ["run_engine", "simulate"]
 
 
 def simulate(
@@ -36,6 +36,14 @@ def simulate(
     decision). ``fail_after_s`` is how long a failing option holds its GPUs before the failure is noticed.
     ``progress`` shows a bar of ended jobs.
     """
+    engine, name = run_engine(cluster, jobs, scheduler, placement, fail_after_s, progress, **params)
+    return engine.result(name)
+
+
+def run_engine(cluster: Cluster, jobs: Iterable[SimJob], scheduler: Any = "fifo", placement: Any = "best_fit",
+               fail_after_s: float = 120.0, progress: bool = False, **params: Any) -> tuple[Engine, str]:
+    """`simulate` without building the result tables: the ended engine (for `Engine.log`, e.g.
+    `spotlab.cluster.metrics.log_scores`) and the scheduler's name."""
     sched = make_scheduler(scheduler, **params)
     name = scheduler if isinstance(scheduler, str) else (sched.name or type(sched).__name__)
     engine = Engine(cluster, jobs, make_placement(placement), fail_after_s)
@@ -54,4 +62,4 @@ def simulate(
     if engine.ended < len(engine.jobs):
         raise ClusterError(f"scheduler {name!r} left {len(engine.jobs) - engine.ended} job(s) queued on an idle "
                            f"cluster at t={engine.now:g} s (nothing runs any more, so nothing else would start them)")
-    return engine.result(name)
+    return engine, name

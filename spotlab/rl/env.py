@@ -25,12 +25,13 @@ import gymnasium as gym
 import numpy as np
 
 from ..cluster.engine import Engine
+from ..cluster.metrics import log_scores
 from ..cluster.registry import make_placement
-from ..cluster.simulate import simulate
+from ..cluster.simulate import run_engine
 from ..errors import ClusterError, RLError
 from .decisions import Decider
 from .features import HORIZON_S, N_FEATURES, observe
-from .reward import check_score, gain, scores
+from .reward import check_score, gain
 from .workload import Window
 
 __all__ = ["SchedulingEnv", "baseline_scores"]
@@ -42,7 +43,7 @@ def baseline_scores(window: Window, baseline: str, placement: str = "best_fit",
     key = (window.key, window.jobs[0].job_id, len(window.jobs), baseline, str(placement))
     if cache is not None and key in cache:
         return cache[key]
-    got = scores(simulate(window.cluster, window.jobs, scheduler=baseline, placement=placement))
+    got = log_scores(run_engine(window.cluster, window.jobs, scheduler=baseline, placement=placement)[0])
     if cache is not None:
         cache[key] = got
     return got
@@ -108,8 +109,7 @@ class SchedulingEnv(gym.Env):
         info["invalid_action"] = invalid
         if self._candidates:
             return self._observation(), 0.0, False, False, info
-        result = self.engine.result(f"agent vs {self.baseline}")
-        mine = scores(result)
+        mine = log_scores(self.engine)
         base = baseline_scores(self.window, self.baseline, self.placement, self.cache)
         reward = gain(mine[self.score], base[self.score], self.score)
         if self.reward_floor is not None:

@@ -47,14 +47,14 @@ def heuristics() -> list[str]:
 def run_windows(windows: Sequence[Window], schedulers: Sequence[Any], placement: str = "best_fit",
                 names: Sequence[str] | None = None) -> pd.DataFrame:
     """One row per (window, scheduler): the metrics of `METRICS`. ``schedulers``: names or instances."""
-    from ..cluster.simulate import simulate
-    from .reward import scores
+    from ..cluster.metrics import log_scores
+    from ..cluster.simulate import run_engine
 
     names = list(names) if names is not None else [s if isinstance(s, str) else s.name for s in schedulers]
     rows = []
     for w in windows:
         for name, sched in zip(names, schedulers):
-            sc = scores(simulate(w.cluster, w.jobs, scheduler=sched, placement=placement))
+            sc = log_scores(run_engine(w.cluster, w.jobs, scheduler=sched, placement=placement)[0])
             rows.append({"split": w.split, "window": w.index, "scheduler": name, "placement": str(placement),
                          "wait_h": sc["wait"] / 3600, "jct_h": sc["jct"] / 3600, "slowdown": sc["bsld"],
                          "utilisation": sc["utilisation"]})
