@@ -40,8 +40,7 @@ class Agent:
         obs = observe(engine, candidates, self.slots, self.horizon_s)
         mask = np.zeros(self.slots, dtype=bool)
         mask[:len(candidates)] = True
-        action, _ = self.model.predict(obs, action_masks=mask, deterministic=deterministic)
-        return int(action)
+        return self.model.policy.act(obs, mask, deterministic)
 
 
 def load_agent(folder: str | Path) -> Agent:

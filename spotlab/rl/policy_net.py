@@ -4,7 +4,10 @@ job's score does not depend on which slot it sits in. The value head pools per-j
 the real jobs, padding excluded) and is therefore permutation-invariant.
 
 `JobScoringPolicy` plugs this into sb3-contrib's `MaskableActorCriticPolicy`: the network's per-slot scores are
-the action logits (masked there), its pooled value the critic. torch is imported by this module: import it only
+the action logits (masked there), its pooled value the critic. Its `forward` with masks (every rollout step) and
+`act` (an agent's choice) do sb3-contrib's tensor operations in sb3-contrib's order, so the same actions, values
+and log-probabilities bit for bit and the same draws from torch's generator, without building and validating
+its distribution objects three times per step (that took more time than the network). torch is imported by this module: import it only
 where torch is wanted (training, evaluating an agent).
 """
 
@@ -12,13 +15,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import torch as th
+import torch.nn.functional as F
 from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 from torch import nn
 
 from .features import N_FEATURES
 
-__all__ = ["JobScorer", "JobScoringPolicy"]
+__all__ = ["JobScorer", "JobScoringPolicy", "masked_log_probs"]
 
 SIZE_FEATURE = 1  # `features.FEATURES[1]`: > 0 for every real job, 0 for padding
 
@@ -70,6 +75,23 @@ class JobScorer(nn.Module):
         return self.forward_actor(features), self.forward_critic(features)
 
 
+def masked_log_probs(logits: th.Tensor, masks: Any) -> th.Tensor:
+    """The log-probabilities sb3-contrib's masked categorical ends with: normalised logits, masked-out slots set
+    to -1e8, normalised again (``MaskableCategorical``: construction, then `apply_masking`)."""
+    logits = logits - logits.logsumexp(dim=-1, keepdim=True)
+    masks = th.as_tensor(masks, dtype=th.bool, device=logits.device).reshape(logits.shape)
+    logits = th.where(masks, logits, th.tensor(-1e8, dtype=logits.dtype, device=logits.device))
+    return logits - logits.logsumexp(dim=-1, keepdim=True)
+
+
+def _actions(log_probs: th.Tensor, deterministic: bool) -> th.Tensor:
+    """sb3-contrib's choice from `masked_log_probs`: the most likely slot, or one draw (torch's generator)."""
+    probs = F.softmax(log_probs, dim=-1)
+    if deterministic:
+        return th.argmax(probs, dim=1)
+    return th.multinomial(probs, 1, True).T.reshape(-1)
+
+
 class JobScoringPolicy(MaskableActorCriticPolicy):
     """MaskablePPO's policy with the per-job scoring network; ``hidden`` is its width (``policy_kwargs``)."""
 
@@ -87,6 +109,26 @@ class JobScoringPolicy(MaskableActorCriticPolicy):
         self.action_net = nn.Identity()  # the scorer's outputs are the logits
         self.value_net = nn.Identity()  # and its pooled output the value
         self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)
+
+    def forward(self, obs: th.Tensor, deterministic: bool = False,
+                action_masks: np.ndarray | None = None) -> tuple[th.Tensor, th.Tensor, th.Tensor]:
+        """Actions, values and their log-probabilities, as sb3-contrib's `forward` (module doc)."""
+        if action_masks is None:
+            return super().forward(obs, deterministic, action_masks)
+        latent_pi, values = self.mlp_extractor(self.extract_features(obs))
+        log_probs = masked_log_probs(latent_pi.view(-1, int(self.action_space.n)), action_masks)
+        actions = _actions(log_probs, deterministic)
+        log_prob = log_probs.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1)
+        return actions.reshape(-1), values, log_prob
+
+    def act(self, obs: np.ndarray, mask: np.ndarray, deterministic: bool = True) -> int:
+        """The slot chosen for one observation and its mask: `predict`'s answer (module doc)."""
+        self.set_training_mode(False)
+        x = th.as_tensor(np.asarray(obs).reshape((-1, *self.observation_space.shape)), device=self.device)
+        with th.no_grad():
+            latent_pi = self.mlp_extractor.forward_actor(self.extract_features(x))
+            action = _actions(masked_log_probs(latent_pi.view(-1, int(self.action_space.n)), mask), deterministic)
+        return int(action[0])
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
         data = super()._get_constructor_parameters()
