@@ -55,25 +55,46 @@ def observe(engine: Engine, candidates: Sequence[int], slots: int, horizon_s: fl
     for at in st.running.values():
         if at.end <= limit:
             soon[at.pool] += sum(n for _, n in at.alloc)
+    # every feature but the wait is a function of the job's first offered option's (GPU type, GPUs) when it is
+    # the only one offered (`Engine.fits` and the pools where an option can run depend on nothing else): one row
+    # per such pair, reused across slots; rows are written in one assignment
     per_key: dict[tuple[tuple[int, ...], int], tuple[float, float, float, float]] = {}
-    for slot, j in enumerate(candidates):
+    per_option: dict[tuple[str, int], tuple[float, float, float, float, float, float]] = {}
+    rows = []
+    for j in candidates:
         offer = offered[j]
-        oi = offer[0] if offer else 0
-        o = jobs[j].options[oi]
-        g = o.gpus
-        pis = tuple(places[j].get(oi, ()))
-        key = (pis, g)
-        got = per_key.get(key)
-        if got is None:
-            got = _pool_features(pools, pis, g, soon)
-            per_key[key] = got
-        size, soon_f, frag, place = got
-        w = max(now - jobs[j].arrival_s, 0.0)
-        d, s = demand.get(o.gpu, g), free_by_type.get(o.gpu, 0)
-        can = any(engine.fits(j, k) is not None for k in offer)
-        obs[slot] = (w / (w + horizon_s), size, d / (d + s) if d + s > 0 else 1.0, soon_f, frag, place,
-                     1.0 if can else 0.0)
+        job = jobs[j]
+        w = max(now - job.arrival_s, 0.0)
+        w = w / (w + horizon_s)
+        if len(offer) == 1:
+            o = job.options[offer[0]]
+            got = per_option.get((o.gpu, o.gpus))
+            if got is None:
+                got = _option_row(engine, j, offer, o, places[j].get(offer[0], ()), per_key, soon, demand,
+                                  free_by_type)
+                per_option[(o.gpu, o.gpus)] = got
+        else:
+            oi = offer[0] if offer else 0
+            got = _option_row(engine, j, offer, job.options[oi], places[j].get(oi, ()), per_key, soon, demand,
+                              free_by_type)
+        rows.append((w, *got))
+    obs[:len(rows)] = rows
     return obs
+
+
+def _option_row(engine: Engine, j: int, offer: Sequence[int], o, pis: Sequence[int], per_key: dict,
+                soon: list[int], demand: dict[str, int], free_by_type: dict[str, int]) -> tuple[float, ...]:
+    """Every feature but the wait of queued job ``j`` described by option ``o`` (module doc)."""
+    g = o.gpus
+    key = (tuple(pis), g)
+    got = per_key.get(key)
+    if got is None:
+        got = _pool_features(engine.state.pools, key[0], g, soon)
+        per_key[key] = got
+    size, soon_f, frag, place = got
+    d, s = demand.get(o.gpu, g), free_by_type.get(o.gpu, 0)
+    can = any(engine.fits(j, k) is not None for k in offer)
+    return size, d / (d + s) if d + s > 0 else 1.0, soon_f, frag, place, 1.0 if can else 0.0
 
 
 def _pool_features(pools, pis: tuple[int, ...], g: int, soon: list[int]) -> tuple[float, float, float, float]:
