@@ -275,7 +275,7 @@ class WindowDP:
     def _solve_on_grid(self, terms: WindowTerms, levels: int, deadline: float, tail: TailValue) -> tuple | None:
         """(the better plan read from the two tables as (o, s, work, objective), or None when both broke the
         net; the bound) on a grid of `levels`; None when the time ran out."""
-        job, T = self.job, self.w
+        T = self.w
         R = float(terms.remaining)
         grid = Grid.over(R, self.tol, levels)
         pend = self.pendings(float(terms.pending_h))

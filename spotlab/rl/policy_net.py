@@ -7,8 +7,8 @@ the real jobs, padding excluded) and is therefore permutation-invariant.
 the action logits (masked there), its pooled value the critic. Its `forward` with masks (every rollout step) and
 `act` (an agent's choice) do sb3-contrib's tensor operations in sb3-contrib's order, so the same actions, values
 and log-probabilities bit for bit and the same draws from torch's generator, without building and validating
-its distribution objects three times per step (that took more time than the network). torch is imported by this module: import it only
-where torch is wanted (training, evaluating an agent).
+its distribution objects three times per step (that took more time than the network). torch is imported by this
+module: import it only where torch is wanted (training, evaluating an agent).
 """
 
 from __future__ import annotations
