@@ -24,7 +24,7 @@ import numpy as np
 
 from ..errors import SolverError
 from .window_dp import Grid, GridSearch, WindowDP, nearest
-from .window_tail import TailStack, TailValue
+from .window_tail import TailStack
 from .window_types import WindowPlan, WindowTerms
 
 
@@ -36,8 +36,7 @@ def solve_batch(dp: WindowDP, terms: Sequence[WindowTerms], time_limit: float, m
     deadline = started + float(time_limit) * max(1, len(terms))
     out: list = [None] * len(terms)
     searches = [GridSearch(dp.levels, dp.max_levels, float(mip_gap)) for _ in terms]
-    tails = [TailValue(dp.job, tm, dp.w, dp.segments) for tm in terms]
-    stack = TailStack(tails)
+    stack = TailStack(dp.job, terms, dp.w, dp.segments)
     pends = [dp.pendings(float(tm.pending_h)) for tm in terms]
     todo = list(range(len(terms)))
     while todo:
@@ -47,8 +46,7 @@ def solve_batch(dp: WindowDP, terms: Sequence[WindowTerms], time_limit: float, m
             band = dp.band(Grid.over(float(terms[i].remaining), dp.tol, levels))
             groups.setdefault((levels, pends[i].tobytes(), int(band - 1).bit_length()), []).append(i)
         for (levels, _, _), idx in groups.items():
-            got = _solve_on_grid(dp, [terms[i] for i in idx], [tails[i] for i in idx], stack, np.array(idx),
-                                 pends[idx[0]], levels, deadline)
+            got = _solve_on_grid(dp, [terms[i] for i in idx], stack, np.array(idx), pends[idx[0]], levels, deadline)
             for j, i in enumerate(idx):
                 try:
                     searches[i].add(None if got is None else got[j])
@@ -69,19 +67,18 @@ def _col(values: Sequence[float], ndim: int) -> np.ndarray:
     return np.asarray(values, dtype=float).reshape((-1,) + (1,) * (ndim - 1))
 
 
-def _solve_on_grid(dp: WindowDP, terms: list[WindowTerms], tails: list[TailValue], stack: TailStack, rows: np.ndarray,
-                   pend: np.ndarray, levels: int, deadline: float) -> list[tuple] | None:
+def _solve_on_grid(dp: WindowDP, terms: list[WindowTerms], stack: TailStack, rows: np.ndarray, pend: np.ndarray,
+                   levels: int, deadline: float) -> list[tuple] | None:
     """Per window, (the better plan read from its two tables, or None; the bound) on a grid of `levels`, the tables
-    of all computed at once; None when the time ran out. `tails` are the windows' tail values, also rows `rows` of
-    `stack`."""
+    of all computed at once; None when the time ran out. The windows' tail values are rows `rows` of `stack`."""
     B, T, K, P = len(terms), dp.w, dp.alloc.size, pend.size
     S = 1 + K * P
     grids = [Grid.over(float(tm.remaining), dp.tol, levels) for tm in terms]
     m = max(dp.band(g) for g in grids)
     stacked = _Stacked(terms, T)
     tables = np.empty((B, T + 1, 2, m, S))
-    for b, (tm, g, tail) in enumerate(zip(terms, grids, tails)):
-        end = tail(np.maximum(float(tm.remaining) - np.stack([g.guide[:m], g.high[:m]]), dp.tol))
+    for b, (tm, g) in enumerate(zip(terms, grids)):
+        end = stack.one(int(rows[b]), np.maximum(float(tm.remaining) - np.stack([g.guide[:m], g.high[:m]]), dp.tol))
         tables[b, T] = end[:, :, None]
     if T > 1:
         kinds = _Kinds(dp, terms, grids, pend, m, stacked)

@@ -109,13 +109,15 @@ def test_interp_is_numpys_to_the_bit(seed):
 @settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**31 - 1), n=st.integers(1, 5))
 def test_a_stack_of_tails_values_each_window_as_its_own(seed, n):
+    """`TailStack` of a batch's terms (every window's blocks at once, blocks of no hours included) against each
+    window's `TailValue`, to the bit."""
     job, w, terms = random_terms(seed, n)
     tails = [TailValue(job, tm, w) for tm in terms]
     spans = [float(tm.remaining) for tm in terms]
     if not tails:
         return
     rng = np.random.default_rng(seed)
-    stack = TailStack(tails)
+    stack = TailStack(job, terms, w)
     rows = rng.integers(0, len(tails), 7)
     left = np.array([rng.uniform(1e-9, 1.5, 3) * spans[r] for r in rows])
     for r in rows:  # the exact knots of each curve, and past the whole tail's work
@@ -126,3 +128,10 @@ def test_a_stack_of_tails_values_each_window_as_its_own(seed, n):
     for i, r in enumerate(rows):
         want = tails[r](left[i])
         assert np.array_equal(got[i], want), (got[i], want)
+        assert np.array_equal(stack.one(int(r), left[i]), want)
+    for r, tail in enumerate(tails):  # a window's own fields, and its value on a whole grid of work left
+        live = stack.live[r]
+        assert np.array_equal(stack.value[r, live], tail.value) and np.array_equal(stack.reach[r, live], tail.reach)
+        assert stack.cap[r] == tail.cap and stack.cap_cost[r] == tail.cap_cost
+        grid = np.linspace(1e-9, 1.5 * spans[r], 200)
+        assert np.array_equal(stack.one(r, grid), tail(grid))
