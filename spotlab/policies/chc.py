@@ -3,7 +3,7 @@
 Every `v` slots (the commitment level) the policy solves the window problem of the next `w` slots from the true
 state (`spotlab.optimum.window`): slot t is observed, slots t+1 .. t+w-1 are forecast, and a fluid tail from the
 window's end to the hard deadline prices the work left with the spot GPU-hours the market's past leads one to
-expect there (`_tail`), on-demand GPU-hours and the job's value by completion time. It commits to the first v
+expect there (`_tails`; `past_tail.py`), on-demand GPU-hours and the job's value by completion time. It commits to the first v
 planned allocations. v = 1 (the default) is receding horizon control, v = w fixed horizon control: with real
 forecasts a committed plan cannot react to the availability it did not foresee (notebook 05 maps the (w, v)
 plane). `averaging=True` is the CHC of Chen et al. (SIGMETRICS 2016): v controllers re-plan at staggered slots
@@ -54,9 +54,9 @@ from ..optimum.window_types import TailForecast, WindowState
 from ..predict.forecaster import Forecaster
 from ..predict.registry import make_predictor, model_names
 from ..predict.oracle import AvailabilityOracle, NoisyOracle
-from ..predict.reversion import daily_profile, lag_slopes
 from ..simulation.interface import Context, Observation
 from .base import OnlinePolicy
+from .past_tail import past_tails, restart_share, restart_slots
 from .uniform_progress import UniformProgress
 
 
@@ -300,9 +300,14 @@ class CHC(OnlinePolicy):
                 od = np.concatenate([od[np.isfinite(od)], np.full(w, last)])[:w]
             state = WindowState(time_h=float(obs.time_h), remaining=float(obs.remaining[i]),
                                 prev_o=int(obs.prev_o[i]), prev_s=int(obs.prev_s[i]), pending_h=float(obs.pending_h[i]))
-            tail = self._tail(i, t, self.problem_.tail_for(state), float(od[-1]), a)
-            problems.append({"state": state, "avail": a, "spot_price": p, "od_price": od, "tail": tail,
+            problems.append({"state": state, "avail": a, "spot_price": p, "od_price": od,
                              "reserve_h": self._reserve(i, t, state.time_h)})
+        # the tail's blocks start where the windows end: the same for every window of the slot
+        bounds = self.problem_.tail_for(problems[0]["state"]) if problems else np.zeros(0)
+        tails = self._tails([int(i) for i in windows], t, bounds, [float(pr["od_price"][-1]) for pr in problems],
+                            [pr["avail"] for pr in problems])
+        for problem, tail in zip(problems, tails):
+            problem["tail"] = tail
         got = self.problem_.solve_many(problems, slots_left=self.ctx_.horizon - t, solver=self.solver,
                                        time_limit=float(self.time_limit), mip_gap=float(self.mip_gap),
                                        urgency=float(self.urgency), must_finish=not self.ctx_.give_up,
@@ -357,75 +362,47 @@ class CHC(OnlinePolicy):
         exact = self.predictor == "oracle" and not self.sigma
         return 0.0 if exact else min(float(self.urgency), WINDOW_TIE_BREAK)
 
-    def _tail(self, i: int, t: int, bounds: np.ndarray, od: float,
-              window_avail: np.ndarray) -> TailForecast | None:
-        """Expected spot GPU-hours and prices in each tail block, from the last `train_hours` observed (the
-        history before the job included) and the window's own availability, in two tiers: spot GPUs usable alone
-        (min(a, N_max) where a >= N_min) at the mean spot price there, and hours of 0 < a < N_min spot GPUs, run
-        beside N_min - a on-demand ones, as N_min GPU-hours at their mean blended price (`_profile` for each:
-        by time of day, moved towards the window's last slot as far as the past says a level persists). Only the
-        share of a spot hour left after the restarts that following spot took in the past (`restart_share`)
-        counts as work, at the price of the whole hour, and the rest of those hours stalls the job
-        (`stalled_hours`). Certainty-equivalent on
-        purpose: the plan is re-solved every slot, so what the tail promises and the market does not deliver is
-        re-planned, on-demand included, before the deadline. With the oracle's tail (`tail`) the same tiers come
-        from the oracle's forecast of the tail's own slots, with their restarts and prices block by block
-        (`_forecast_tail`)."""
+    def _tails(self, windows: list[int], t: int, bounds: np.ndarray, od: list[float],
+               window_avail: list[np.ndarray]) -> list[TailForecast | None]:
+        """Per window, the expected spot GPU-hours and prices in each tail block (`bounds`), from the last
+        `train_hours` observed (the history before the job included) and the window's own last slot
+        (`past_tail.past_tails`: every window at once), or from the oracle's forecast of the tail's own slots
+        (`tail`; `_oracle_tail`). Certainty-equivalent on purpose: the plan is re-solved every slot, so what the
+        tail promises and the market does not deliver is re-planned, on-demand included, before the deadline."""
         if bounds.size < 2:
-            return None
-        job, dt = self.job, self.dt_
+            return [None] * len(windows)
+        dt = self.dt_
         first = int(math.floor(bounds[0] / dt + 1e-9))
         last = int(math.ceil(bounds[-1] / dt - 1e-9))
-        k = np.arange(first, last) - t  # slots ahead of now (>= w)
-        oracle = self._tail_source() == "oracle"
-        if oracle:  # the oracle's forecast of the tail's own slots (k is never empty: the blocks span time)
-            a = self._oracle_forecast(i, t, "availability", int(k[-1]))[k - 1]
-            p = self._oracle_forecast(i, t, "price", int(k[-1]))[k - 1]
-        else:
-            a = self._recent(i, t, "availability")
-            p = self._recent(i, t, "price")
+        ahead = np.arange(first, last) - t  # slots ahead of now (>= w)
+        if self._tail_source() == "oracle":
+            return [self._oracle_tail(i, t, bounds, ahead, o) for i, o in zip(windows, od)]
+        seen = [float(np.nan_to_num(np.asarray(wa, dtype=float)[-1], nan=0.0)) for wa in window_avail]
+        return past_tails(self.job, [self._recent(i, t, "availability") for i in windows],
+                          [self._recent(i, t, "price") for i in windows], bounds, ahead, self.w_ - 1, dt,
+                          np.array(seen), np.array(od))
+
+    def _oracle_tail(self, i: int, t: int, bounds: np.ndarray, ahead: np.ndarray, od: float) -> TailForecast:
+        """The tail of window i from the oracle's forecast of the tail's own slots (`ahead` of now, never empty:
+        the blocks span time), in the same two tiers as the past's (`past_tail`), with the forecast's restarts
+        and prices block by block (`_forecast_tail`)."""
+        job, dt = self.job, self.dt_
+        k = ahead
+        first = int(k[0]) + t
+        a = self._oracle_forecast(i, t, "availability", int(k[-1]))[k - 1]
+        p = self._oracle_forecast(i, t, "price", int(k[-1]))[k - 1]
         ok = np.isfinite(a)
         a, p = np.where(ok, a, 0.0), np.where(np.isfinite(p), p, np.nan)
-        # spot below N_min still runs the job beside N_min - a on-demand GPUs (the window problem mixes them too):
-        # such an hour offers N_min GPU-hours at their blended price, a dearer tier of its own
         pure = np.where(a >= job.n_min, np.minimum(a, job.n_max), 0.0)
         mixed = np.where((a > 0) & (a < job.n_min), float(job.n_min), 0.0)
         # integral of the per-slot capacity (GPUs) over each block, in GPU-hours
-        edges = np.arange(first, last + 1) * dt
+        edges = np.arange(first, first + k.size + 1) * dt
 
         def per_block(cap: np.ndarray) -> np.ndarray:
             cum = np.concatenate([[0.0], np.cumsum(cap * dt)])
             return np.maximum(np.diff(np.interp(bounds, edges, cum)), 0.0)
 
-        if oracle:  # the forecast's own restarts, in the blocks where they fall, and its prices there
-            return self._forecast_tail(bounds, per_block, a, p, pure, mixed, od)
-        seen = float(np.nan_to_num(np.asarray(window_avail, dtype=float)[-1], nan=0.0))
-        cap_pure = self._profile(pure, k, min(seen, float(job.n_max)) if seen >= job.n_min else 0.0)
-        cap_mixed = self._profile(mixed, k, float(job.n_min) if 0 < seen < job.n_min else 0.0) \
-            if mixed.any() or 0 < seen < job.n_min else np.zeros(k.size)  # N_min = 1: never any
-        ok_p = np.isfinite(p)
-        good = (pure > 0) & ok_p
-        spot_price = float(np.mean(p[good])) if good.any() else od
-        blend = (mixed > 0) & ok_p
-        mixed_price = float(np.mean((a[blend] * p[blend] + (job.n_min - a[blend]) * od) / job.n_min)) \
-            if blend.any() else od
-        # a spot hour in the tail pays for the restarts its spells need: only the share `useful` does work
-        # (counted on the spot GPUs held: a mixed hour whose spot count changes restarts too)
-        useful = self._useful_share(a)  # a > 0 exactly where pure + mixed > 0
-        raw, raw_mixed = per_block(cap_pure), per_block(cap_mixed)
-        n = bounds.size - 1
-        # ... and a restart stalls the whole job: the share 1 - useful of the hours spot is there (its GPU-hours
-        # over its mean level while there) is time the job cannot work in, on-demand GPUs included
-        on = pure > 0
-        level = float(pure[on].mean()) if on.any() else float(job.n_max)
-        stalled = (1.0 - useful) * (raw / level + raw_mixed / float(job.n_min))  # capped at a block's length later
-
-        def price(c: float) -> np.ndarray:
-            return np.full(n, c / useful if useful > 0 else od)
-
-        return TailForecast(hours=np.diff(bounds), spot_gpu_hours=raw * useful, spot_price=price(spot_price),
-                            od_price=np.full(n, od), stalled_hours=stalled,
-                            mixed_gpu_hours=raw_mixed * useful, mixed_price=price(mixed_price))
+        return self._forecast_tail(bounds, per_block, a, p, pure, mixed, od)
 
     def _forecast_tail(self, bounds: np.ndarray, per_block: Callable[[np.ndarray], np.ndarray], a: np.ndarray,
                        p: np.ndarray, pure: np.ndarray, mixed: np.ndarray, od: float) -> TailForecast:
@@ -451,17 +428,6 @@ class CHC(OnlinePolicy):
                             stalled_hours=per_block(np.where(held > 0, lost / dt, 0.0)),
                             mixed_gpu_hours=mixed_hours, mixed_price=per_useful_hour(blend, mixed_hours),
                             forecast=True)
-
-    def _profile(self, usable: np.ndarray, k: np.ndarray, level: float) -> np.ndarray:
-        """Expected GPUs of `usable` k slots ahead: its time-of-day mean when two days or more are known, else
-        its mean, moved towards `level` (the window's last slot) as far as the past says a level persists."""
-        dt = self.dt_
-        day = int(round(24.0 / dt))
-        period = day if abs(day * dt - 24.0) < 1e-6 else 1  # slots that do not tile a day: no daily cycle
-        profile = daily_profile(usable, period)
-        cap = profile[(usable.size - 1 + k) % profile.size]
-        beta, mean = lag_slopes(usable, k - (self.w_ - 1))
-        return np.clip(cap + beta * (level - mean), 0.0, float(self.job.n_max))
 
     def act(self, obs: Observation):
         t, v = obs.t, self.v_
@@ -521,31 +487,6 @@ class CHC(OnlinePolicy):
             "forecast_s": float(st["forecast_s"]),
             "fit_failures": int(st["fit_failures"]),
         }
-
-
-def restart_slots(usable: np.ndarray) -> np.ndarray:
-    """Restarts a job following `usable` spot pays in each slot: one where spot starts or changes level, one
-    where it ends (the job moves back to on-demand GPUs); a spell under way at either end of the series none."""
-    u = np.asarray(usable, dtype=float)
-    on = u > 0
-    before = np.concatenate([u[:1], u[:-1]])
-    after = np.concatenate([u[1:], u[-1:]])
-    return (on & (before != u)).astype(float) + (on & (after == 0)).astype(float)
-
-
-def restart_share(usable: np.ndarray, slot_hours: float, overhead_h: float) -> float:
-    """The share of a spot hour that does work when a job follows spot: 1 - overhead x restarts per spot
-    hour in the past `usable` (a restart where usable spot starts or changes level, one where it ends and
-    the job goes back to on-demand), floored at 0. Why: the fluid tail has no restarts, so spot that comes
-    in spells of an hour or two looked as good as a steady supply, and a plan deferred work to it and
-    finished late (what the discount gained: docs/decisions/chc-restart-discount.md). 1 where the past has no spot
-    hours or restarts cost nothing."""
-    u = np.asarray(usable, dtype=float)
-    on = u > 0
-    if not on.any() or overhead_h <= 0:
-        return 1.0
-    restarts = float(restart_slots(u).sum())
-    return max(0.0, 1.0 - overhead_h * restarts / (on.sum() * slot_hours))
 
 
 def _normal_quantile(q: float) -> float:

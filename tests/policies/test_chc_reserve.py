@@ -19,7 +19,7 @@ from spotlab.market.episodes import Episodes
 from spotlab.market.market import Market
 from spotlab.optimum.window import WindowProblem
 from spotlab.optimum.window_types import WindowState
-from spotlab.policies.chc import restart_share
+from spotlab.policies.past_tail import restart_share
 from spotlab.policies.registry import make_policy
 from spotlab.simulation.engine import simulate
 

@@ -21,7 +21,7 @@ from spotlab.errors import SolverError
 from spotlab.jobs.job import Job, Throughput
 from spotlab.optimum.window import WindowProblem, _take_from_end
 from spotlab.optimum.window_types import TailForecast, WindowState, work_segments
-from spotlab.policies.chc import restart_share, restart_slots
+from spotlab.policies.past_tail import restart_share, restart_slots
 from spotlab.predict.reversion import lag_slopes
 
 
@@ -126,7 +126,7 @@ def _tail_after(avail: np.ndarray, job: Job, w: int = 4):
     chc = CHC(w=w, predictor="oracle", tail="past")  # the past's tail, not the oracle's
     simulate(chc, ep, job)  # sets up the policy on this market
     state = WindowState(time_h=0.0, remaining=job.work)
-    return chc._tail(0, 0, chc.problem_.tail_for(state), 3.0, np.asarray(a[168:168 + w], dtype=float))
+    return chc._tails([0], 0, chc.problem_.tail_for(state), [3.0], [np.asarray(a[168:168 + w], dtype=float)])[0]
 
 
 def test_the_tail_stalls_the_job_while_spot_flickers():
@@ -165,7 +165,7 @@ def test_the_oracles_tail_counts_restarts_in_the_blocks_where_they_fall():
     chc = CHC(w=w, predictor="oracle", tail="oracle")
     simulate(chc, ep, job)
     bounds = chc.problem_.tail_for(WindowState(time_h=0.0, remaining=job.work))
-    tail = chc._tail(0, 0, bounds, 3.0, future[:w].astype(float))
+    tail = chc._tails([0], 0, bounds, [3.0], [future[:w].astype(float)])[0]
     slots = np.arange(int(bounds[0]), int(np.ceil(bounds[-1])))
     held = future[slots].astype(float)
     np.testing.assert_allclose(tail.stalled_hours.sum(), 0.25 * restart_slots(held).sum())
