@@ -3,8 +3,8 @@
 Every `v` slots (the commitment level) the policy solves the window problem of the next `w` slots from the true
 state (`spotlab.optimum.window`): slot t is observed, slots t+1 .. t+w-1 are forecast, and a fluid tail from the
 window's end to the hard deadline prices the work left with the spot GPU-hours the market's past leads one to
-expect there (`_tails`; `past_tail.py`), on-demand GPU-hours and the job's value by completion time. It commits to the first v
-planned allocations. v = 1 (the default) is receding horizon control, v = w fixed horizon control: with real
+expect there (`past_tail.py`), on-demand GPU-hours and the job's value by completion time. It commits to the first
+v planned allocations. v = 1 (the default) is receding horizon control, v = w fixed horizon control: with real
 forecasts a committed plan cannot react to the availability it did not foresee (notebook 05 maps the (w, v)
 plane). `averaging=True` is the CHC of Chen et al. (SIGMETRICS 2016): v controllers re-plan at staggered slots
 (controller k at t = k mod v) and each slot runs the average of their plans (rounded to whole GPUs).
