@@ -14,7 +14,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from spotlab.errors import SolverError
-from spotlab.optimum.dp.zones import ZonesDP, ZoneStart, solve_zones
+from spotlab.optimum.dp.zones import (
+    SHORT_ROWS,
+    ZonesDP,
+    ZoneStart,
+    _first_min,
+    solve_zones,
+)
 from spotlab.simulation.slots import ceil_slots, floor_slots, horizon_slots
 from tests.simulation.test_zones import RULES, cases
 
@@ -292,3 +298,29 @@ def test_prices_that_are_not_numbers_plan_as_the_full_width_loop(case, rules, da
     z, t = data.draw(st.integers(0, band.Z - 1)), data.draw(st.integers(0, T - 1))
     SP[z, t] = data.draw(st.sampled_from([np.nan, np.inf]))
     _assert_same(band, full, lambda dp: dp.solve_window(A, SP, OD))
+
+
+def _first_min_by_rows(x, codes=None):
+    """The plain row loop: a later row taken only where strictly smaller than the least so far."""
+    v, out = x[0].copy(), (np.zeros(x.shape[1:], dtype=np.intp) if codes is None else codes[0].copy())
+    for i in range(1, x.shape[0]):
+        later = x[i] < v
+        v[later] = x[i][later]
+        out[later] = i if codes is None else codes[i][later]
+    return v, out
+
+
+@given(st.integers(1, 3 * SHORT_ROWS), st.lists(st.integers(1, 5), min_size=1, max_size=2), st.booleans(), st.data())
+@settings(max_examples=200, deadline=None)
+def test_first_min_equals_the_row_loop_over_short_and_long_axes(rows, tail, with_codes, data):
+    """Without NaN, `_first_min` (a loop over a short axis, np.argmin over a longer one) gives the row loop's least
+    values and first indices (or codes) to the bit: ties to the first row, infinities, -0.0 beside 0.0."""
+    shape = (rows, *tail)
+    pool = [np.inf, 0.0, -0.0, 1.0, 1.5, 2.0, 1e300, -3.25]
+    x = np.array(data.draw(st.lists(st.sampled_from(pool), min_size=int(np.prod(shape)),
+                                    max_size=int(np.prod(shape))))).reshape(shape)
+    codes = np.arange(x.size, dtype=np.int64).reshape(shape) * 7 if with_codes else None
+    got, want = _first_min(x, True, codes), _first_min_by_rows(x, codes)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        assert np.array_equal(g, w) and np.array_equal(np.signbit(g), np.signbit(w))

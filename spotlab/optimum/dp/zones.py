@@ -27,6 +27,7 @@ from ...simulation.slots import ceil_slots, floor_slots
 from .work_lattice import work_quantum
 
 TOL = 1e-9
+SHORT_ROWS = 8  # `_first_min` loops over fewer rows than this, else np.argmin is quicker
 
 
 @dataclass(frozen=True)
@@ -130,6 +131,8 @@ class ZonesDP:
         self.launch_shift = _one_or_all(self.prog_launch[self.j_alloc])
         self.j_mode = run_modes.ravel()
         self.idle_code = (1 + np.arange(Z)) * P * 2 + 1  # idle from idle (pending 0), kind "stay"
+        self.idle_pend = np.zeros((1 + Z, self.K + 1), dtype=np.intp)  # idle and never started: pending 0
+        self.idle_codes = np.repeat(self.idle_code[:, None, None], self.K + 1, axis=2)  # (Z, 1, levels), sliced
         # the zone each idle/run mode leaves egress from; the never-started mode pays none
         src_zone = np.full(M, -1)
         for z in range(Z):
@@ -149,6 +152,7 @@ class ZonesDP:
         self.net_prefix = bool(np.all(np.diff(self.net_need) <= 0) and np.all(np.diff(self.net_left.astype(int)) <= 0))
         self.net_rising = -self.net_need  # ascending where it is a prefix
         self.net_behind = int(self.net_left.sum())
+        self.net_counts: list[int] = []  # `_net_count(t)` for t = 0, 1, ...: the same every solve, kept once made
 
     def _index(self, pending: float) -> int:
         for i, x in enumerate(self.pend):
@@ -271,6 +275,7 @@ class ZonesDP:
         V = np.full((M, P, 1), INF)  # levels [a, b) at a slot's start
         V[m0, p0, 0] = 0.0
         pointers: list[tuple[int, np.ndarray]] = []
+        net_counts = self._net_counts(t0 + T) if self.keep_net != "off" and self.net_prefix else []
         best = (INF, None)  # objective, (t, mode, source mode, source pending, kind, level)
         a = w0
         for t in range(T):
@@ -291,13 +296,13 @@ class ZonesDP:
                 Vn[0, 0, s0 - lo:b - lo] = V[0, 0, s0 - a:]
                 c = s0 - a  # sources in the loop's order: idle there, then each allocation's run (its best pending)
                 values = np.concatenate([V[1:R, 0, None, c:], vr[:, c:].reshape(Z, NA, -1)], axis=1)
-                codes = np.concatenate([np.broadcast_to(self.idle_code[:, None, None], (Z, 1, nb - c)),
+                codes = np.concatenate([self.idle_codes[:, :, :nb - c],
                                         ((self.j_mode[:, None] * P + ir[:, c:]) * 2 + 1).reshape(Z, NA, -1)], axis=1)
                 Vn[1:R, 0, s0 - lo:b - lo], code[1:R, 0, s0 - lo:b - lo] = _first_min(
                     values.transpose(1, 0, 2), finite, codes.transpose(1, 0, 2))
             # launches: from the best source over pending values, plus the egress to the zone
             Vmin = np.concatenate([V[:R, 0], vr])  # (M, levels)
-            pmin = np.concatenate([np.zeros((R, nb), dtype=ir.dtype), ir])
+            pmin = np.concatenate([self.idle_pend[:, :nb].astype(ir.dtype, copy=False), ir])
             with np.errstate(invalid="ignore"):
                 L = Vmin[:, None, :] + self.E_src[:, :, None]  # (M, Z, levels)
             if strict:
@@ -329,7 +334,7 @@ class ZonesDP:
                                     launch_ends[t])
             if self.keep_net != "off" and nh > 0:
                 if self.net_prefix:  # the net fires on the levels below one: no more work can be that far behind
-                    Vn[self.net_modes, :, :max(min(self._net_count(t0 + t), hi) - lo, 0)] = INF
+                    Vn[self.net_modes, :, :max(min(net_counts[t0 + t], hi) - lo, 0)] = INF
                 else:
                     Vn[self.net_modes] = np.where(self._net_fires(t0 + t, lo, hi), INF, Vn[self.net_modes])
             pointers.append((lo, code.astype(self.code_dtype)))
@@ -388,6 +393,12 @@ class ZonesDP:
         need = self.net_need[lo:hi]
         fires = need > slots if self.keep_net == "strict" else need >= slots
         return fires & self.net_left[lo:hi]
+
+    def _net_counts(self, n: int) -> list[int]:
+        """`_net_count(t)` for t = 0 .. n-1 (at least), each made once per DP and kept."""
+        while len(self.net_counts) < n:
+            self.net_counts.append(self._net_count(len(self.net_counts)))
+        return self.net_counts
 
     def _net_count(self, t: int) -> int:
         """How many levels from 0 up the net fires at after slot t (absolute), where they are a prefix."""
@@ -478,8 +489,9 @@ def _one_or_all(shift: np.ndarray) -> int | np.ndarray:
 def _first_min(x: np.ndarray, finite: bool, codes: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The least value over axis 0 and the first index holding it, as `np.argmin` gives them, or that row's entry
     of `codes` (shaped as x): row by row, a later row taken only where strictly smaller (without NaN, quicker than
-    `np.argmin` over a short axis that is not the last); where NaN may be, `np.argmin` itself."""
-    if not finite:
+    `np.argmin` over a short axis that is not the last); where NaN may be, or the axis is not short (`SHORT_ROWS`
+    rows or more), `np.argmin` itself (without NaN both give the first least value)."""
+    if not finite or x.shape[0] >= SHORT_ROWS:
         i = np.argmin(x, axis=0)[None]
         return np.take_along_axis(x, i, axis=0)[0], (i[0] if codes is None else np.take_along_axis(codes, i, axis=0)[0])
     v = x[0].copy()
@@ -488,7 +500,7 @@ def _first_min(x: np.ndarray, finite: bool, codes: np.ndarray | None = None) -> 
         later = x[i] < v
         np.copyto(v, x[i], where=later)
         if codes is None:
-            out[later] = i
+            np.copyto(out, i, where=later)
         else:
             np.copyto(out, codes[i], where=later)
     return v, out
