@@ -23,6 +23,7 @@ import numpy as np
 from ..jobs.job import Job
 from ..optimum.window_tail import interp
 from ..optimum.window_types import TailForecast
+from ..predict.reversion import daily_profile, lag_slopes
 
 
 def past_tails(job: Job, avail: Sequence[np.ndarray], price: Sequence[np.ndarray], bounds: np.ndarray,
@@ -105,46 +106,10 @@ def _profiles(usable: np.ndarray, ahead: np.ndarray, lag0: int, level: np.ndarra
     else its mean, moved towards `level` as far as the past says a level persists (`predict.reversion`)."""
     day = int(round(24.0 / dt))
     period = day if abs(day * dt - 24.0) < 1e-6 else 1  # slots that do not tile a day: no daily cycle
-    profile = _daily_profiles(usable, period)
+    profile = daily_profile(usable, period)
     cap = profile[:, (usable.shape[1] - 1 + ahead) % profile.shape[1]]
-    beta, mean = _lag_slopes(usable, ahead - lag0)
+    beta, mean = lag_slopes(usable, ahead - lag0)
     return np.clip(cap + beta * (level[:, None] - mean), 0.0, float(n_max))
-
-
-def _daily_profiles(y: np.ndarray, period: int) -> np.ndarray:
-    """`reversion.daily_profile` of each row: phase by phase, the same sums in the same order."""
-    G, n = y.shape
-    if period >= 2 and n >= 2 * period:
-        whole = -(-n // period) * period
-        padded = np.zeros((G, whole))
-        padded[:, :n] = y  # + 0.0 at the end: the same sums
-        sums = np.zeros((G, period))
-        for block in padded.reshape(G, whole // period, period).transpose(1, 0, 2):
-            sums = sums + block
-        counts = np.bincount(np.arange(n) % period, minlength=period)
-        return sums / np.maximum(counts, 1)
-    return np.repeat(np.array([float(row.mean()) for row in y])[:, None], max(period, 1), axis=1)
-
-
-def _lag_slopes(y: np.ndarray, lags: np.ndarray, min_pairs: int = 24) -> tuple[np.ndarray, np.ndarray]:
-    """`reversion.lag_slopes` of each row (the lag-h products summed row by row, as numpy's correlate does)."""
-    lags = np.asarray(lags, dtype=np.int64)
-    G, n = y.shape
-    if n <= min_pairs or lags.size == 0:
-        return np.zeros((G, lags.size)), np.zeros((G, lags.size))
-    h = np.clip(lags, 0, n - 1)
-    pairs = n - h
-    zero = np.zeros((G, 1))
-    cx, cxx = np.concatenate([zero, np.cumsum(y, axis=1)], axis=1), np.concatenate([zero, np.cumsum(y * y, axis=1)],
-                                                                                    axis=1)
-    sx, sxx, sy = cx[:, pairs], cxx[:, pairs], cx[:, n:n + 1] - cx[:, h]
-    sxy = np.array([np.correlate(row, row, mode="full")[n - 1 + h] for row in y])
-    c = np.maximum(pairs, 1).astype(float)
-    var = sxx / c - (sx / c) ** 2
-    cov = sxy / c - sx * sy / c ** 2
-    use = (pairs >= min_pairs) & (var > 1e-9) & (lags >= 1)
-    beta = np.where(use, np.clip(cov / np.where(use, var, 1.0), 0.0, 1.0), 0.0)
-    return beta, np.where(use, sx / c, 0.0)
 
 
 def restart_slots(usable: np.ndarray) -> np.ndarray:

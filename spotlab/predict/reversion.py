@@ -22,38 +22,58 @@ from .base import Predictor, slots_per
 
 def lag_slopes(y: np.ndarray, lags: np.ndarray, min_pairs: int = 24) -> tuple[np.ndarray, np.ndarray]:
     """Per lag h, the least-squares slope of y[e + h] on y[e] over every such pair in `y`, clipped to [0, 1],
-    and the mean of those y[e]; both 0 where fewer than `min_pairs` pairs or no variation are known."""
+    and the mean of those y[e]; both 0 where fewer than `min_pairs` pairs or no variation are known. A 2-D `y`
+    gives them per row (last axis: time)."""
     beta, mean, _ = lag_stats(y, lags, min_pairs)
     return beta, mean
 
 
 def lag_stats(y: np.ndarray, lags: np.ndarray, min_pairs: int = 24) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """`lag_slopes` and, per lag, whether its slope is known."""
+    """`lag_slopes` and, per lag, whether its slope is known (per row of a 2-D `y`: CHC's tail reads every
+    window's past at once; the lag-h products are summed row by row by numpy's correlate, so a row's numbers are
+    those of the row alone)."""
     lags = np.asarray(lags, dtype=np.int64)
     y = np.asarray(y, dtype=float)
-    n = y.size
+    rows = y.reshape(-1, y.shape[-1])
+    G, n = rows.shape
     if n <= min_pairs or lags.size == 0:
-        return np.zeros(lags.size), np.zeros(lags.size), np.zeros(lags.size, dtype=bool)
-    h = np.clip(lags, 0, n - 1)
-    pairs = n - h  # pairs (y[e], y[e + h]) for e = 0 .. n-1-h
-    cx, cxx = np.concatenate([[0.0], np.cumsum(y)]), np.concatenate([[0.0], np.cumsum(y * y)])
-    sx, sxx, sy = cx[pairs], cxx[pairs], cx[n] - cx[h]
-    sxy = np.correlate(y, y, mode="full")[n - 1 + h]
-    c = np.maximum(pairs, 1).astype(float)
-    var = sxx / c - (sx / c) ** 2
-    cov = sxy / c - sx * sy / c ** 2
-    use = (pairs >= min_pairs) & (var > 1e-9) & (lags >= 1)
-    beta = np.where(use, np.clip(cov / np.where(use, var, 1.0), 0.0, 1.0), 0.0)
-    return beta, np.where(use, sx / c, 0.0), use
+        zero = np.zeros((G, lags.size))
+        out = zero, zero.copy(), np.zeros((G, lags.size), dtype=bool)
+    else:
+        h = np.clip(lags, 0, n - 1)
+        pairs = n - h  # pairs (y[e], y[e + h]) for e = 0 .. n-1-h
+        start = np.zeros((G, 1))
+        cx = np.concatenate([start, np.cumsum(rows, axis=1)], axis=1)
+        cxx = np.concatenate([start, np.cumsum(rows * rows, axis=1)], axis=1)
+        sx, sxx, sy = cx[:, pairs], cxx[:, pairs], cx[:, n:n + 1] - cx[:, h]
+        sxy = np.array([np.correlate(row, row, mode="full")[n - 1 + h] for row in rows])
+        c = np.maximum(pairs, 1).astype(float)
+        var = sxx / c - (sx / c) ** 2
+        cov = sxy / c - sx * sy / c ** 2
+        use = (pairs >= min_pairs) & (var > 1e-9) & (lags >= 1)
+        beta = np.where(use, np.clip(cov / np.where(use, var, 1.0), 0.0, 1.0), 0.0)
+        out = beta, np.where(use, sx / c, 0.0), use
+    return tuple(o[0] if y.ndim == 1 else o.reshape(y.shape[:-1] + (lags.size,)) for o in out)
 
 
 def daily_profile(y: np.ndarray, period: int) -> np.ndarray:
     """Mean of `y` at each phase of the period (phase = index mod period) when two periods or more are
-    known, else the overall mean at every phase."""
-    if period >= 2 and y.size >= 2 * period:
-        idx = np.arange(y.size) % period
-        return np.bincount(idx, weights=y, minlength=period) / np.maximum(np.bincount(idx, minlength=period), 1)
-    return np.full(max(period, 1), float(y.mean()))
+    known, else the overall mean at every phase; per row of a 2-D `y` (last axis: time). Each phase's values are
+    summed in time order, one period after another, so a row's profile is that of the row alone."""
+    y = np.asarray(y, dtype=float)
+    rows = y.reshape(-1, y.shape[-1])
+    G, n = rows.shape
+    if period >= 2 and n >= 2 * period:
+        whole = -(-n // period) * period
+        padded = np.zeros((G, whole))
+        padded[:, :n] = rows  # + 0.0 at the end: the same sums
+        sums = np.zeros((G, period))
+        for block in padded.reshape(G, whole // period, period).transpose(1, 0, 2):
+            sums = sums + block
+        out = sums / np.maximum(np.bincount(np.arange(n) % period, minlength=period), 1)
+    else:
+        out = np.repeat(np.array([float(row.mean()) for row in rows])[:, None], max(period, 1), axis=1)
+    return out[0] if y.ndim == 1 else out.reshape(y.shape[:-1] + (out.shape[1],))
 
 
 class Reversion(Predictor):

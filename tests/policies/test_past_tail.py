@@ -1,7 +1,8 @@
 """CHC's tail from the past for all windows at once (`spotlab.policies.past_tail.past_tails`) against one window
 at a time (the per-window computation, kept here as the reference): the same tails to the bit, on random jobs
 (N_min above 1: the mixed tier), random pasts (gaps, droughts, flicker, prices missing, shorter than two days,
-windows of different lengths in one call) and slot lengths that do and do not tile a day."""
+windows of different lengths in one call) and slot lengths that do and do not tile a day; and the past's
+daily profile and lag slopes (`predict.reversion`), row by row, against the one-series formulas."""
 
 from __future__ import annotations
 
@@ -14,7 +15,32 @@ from hypothesis import strategies as st
 from spotlab.jobs.job import Job, Throughput
 from spotlab.optimum.window_types import TailForecast
 from spotlab.policies.past_tail import past_tails, restart_share
-from spotlab.predict.reversion import daily_profile, lag_slopes
+
+
+def daily_profile(y: np.ndarray, period: int) -> np.ndarray:
+    """The time-of-day mean of one series, by bincount (the reference for `reversion.daily_profile`)."""
+    if period >= 2 and y.size >= 2 * period:
+        idx = np.arange(y.size) % period
+        return np.bincount(idx, weights=y, minlength=period) / np.maximum(np.bincount(idx, minlength=period), 1)
+    return np.full(max(period, 1), float(y.mean()))
+
+
+def lag_slopes(y: np.ndarray, lags: np.ndarray, min_pairs: int = 24) -> tuple[np.ndarray, np.ndarray]:
+    """The lag-h slopes of one series (the reference for `reversion.lag_slopes`)."""
+    lags = np.asarray(lags, dtype=np.int64)
+    n = y.size
+    if n <= min_pairs or lags.size == 0:
+        return np.zeros(lags.size), np.zeros(lags.size)
+    h = np.clip(lags, 0, n - 1)
+    pairs = n - h
+    cx, cxx = np.concatenate([[0.0], np.cumsum(y)]), np.concatenate([[0.0], np.cumsum(y * y)])
+    sx, sxx, sy = cx[pairs], cxx[pairs], cx[n] - cx[h]
+    sxy = np.correlate(y, y, mode="full")[n - 1 + h]
+    c = np.maximum(pairs, 1).astype(float)
+    var = sxx / c - (sx / c) ** 2
+    cov = sxy / c - sx * sy / c ** 2
+    use = (pairs >= min_pairs) & (var > 1e-9) & (lags >= 1)
+    return np.where(use, np.clip(cov / np.where(use, var, 1.0), 0.0, 1.0), 0.0), np.where(use, sx / c, 0.0)
 
 
 def reference_tail(job: Job, a: np.ndarray, p: np.ndarray, bounds: np.ndarray, k: np.ndarray, lag0: int,
@@ -108,3 +134,23 @@ def test_all_windows_at_once_give_each_windows_own_tail(seed):
         for field in ("hours", "spot_gpu_hours", "spot_price", "od_price", "stalled_hours", "mixed_gpu_hours",
                       "mixed_price"):
             assert np.array_equal(getattr(got[r], field), getattr(want, field), equal_nan=True), (r, field)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(seed=st.integers(0, 2**31 - 1))
+def test_profiles_and_slopes_of_rows_are_each_series_own(seed):
+    from spotlab.predict import reversion
+
+    rng = np.random.default_rng(seed)
+    n, period = int(rng.integers(5, 400)), int(rng.choice([1, 6, 24, 37]))
+    y = rng.uniform(0, 9, (int(rng.integers(1, 5)), n)) * (rng.random((1, n)) < 0.8)
+    lags = rng.integers(-2, n + 3, int(rng.integers(0, 30)))
+    profiles = reversion.daily_profile(y, period)
+    beta, mean = reversion.lag_slopes(y, lags)
+    for r, row in enumerate(y):
+        assert np.array_equal(profiles[r], daily_profile(row, period))
+        assert np.array_equal(reversion.daily_profile(row, period), daily_profile(row, period))
+        b, m = lag_slopes(row, lags)
+        assert np.array_equal(beta[r], b) and np.array_equal(mean[r], m)
+        b1, m1 = reversion.lag_slopes(row, lags)
+        assert np.array_equal(b1, b) and np.array_equal(m1, m)
