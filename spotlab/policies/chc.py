@@ -56,7 +56,7 @@ from ..predict.registry import make_predictor, model_names
 from ..predict.oracle import AvailabilityOracle, NoisyOracle
 from ..simulation.interface import Context, Observation
 from .base import OnlinePolicy
-from .past_tail import past_tails, restart_share, restart_slots
+from .past_tail import block_hours, past_tails, restart_share, restart_slots, tiers
 from .uniform_progress import UniformProgress
 
 
@@ -391,16 +391,11 @@ class CHC(OnlinePolicy):
         first = int(k[0]) + t
         a = self._oracle_forecast(i, t, "availability", int(k[-1]))[k - 1]
         p = self._oracle_forecast(i, t, "price", int(k[-1]))[k - 1]
-        ok = np.isfinite(a)
-        a, p = np.where(ok, a, 0.0), np.where(np.isfinite(p), p, np.nan)
-        pure = np.where(a >= job.n_min, np.minimum(a, job.n_max), 0.0)
-        mixed = np.where((a > 0) & (a < job.n_min), float(job.n_min), 0.0)
-        # integral of the per-slot capacity (GPUs) over each block, in GPU-hours
+        a, p, pure, mixed = tiers(job, a, p)
         edges = np.arange(first, first + k.size + 1) * dt
 
-        def per_block(cap: np.ndarray) -> np.ndarray:
-            cum = np.concatenate([[0.0], np.cumsum(cap * dt)])
-            return np.maximum(np.diff(np.interp(bounds, edges, cum)), 0.0)
+        def per_block(cap: np.ndarray) -> np.ndarray:  # GPU-hours of each block
+            return block_hours(cap[None, :], bounds, edges, dt)[0]
 
         return self._forecast_tail(bounds, per_block, a, p, pure, mixed, od)
 

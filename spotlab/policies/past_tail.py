@@ -51,18 +51,11 @@ def _tails_of(job: Job, a: np.ndarray, p: np.ndarray, bounds: np.ndarray, ahead:
     G = a.shape[0]
     first = int(np.floor(bounds[0] / dt + 1e-9))
     last = int(np.ceil(bounds[-1] / dt - 1e-9))
-    a = np.where(np.isfinite(a), a, 0.0)
-    p = np.where(np.isfinite(p), p, np.nan)
-    # spot below N_min still runs the job beside N_min - a on-demand GPUs (the window problem mixes them too):
-    # such an hour offers N_min GPU-hours at their blended price, a dearer tier of its own
-    pure = np.where(a >= job.n_min, np.minimum(a, job.n_max), 0.0)
-    mixed = np.where((a > 0) & (a < job.n_min), float(job.n_min), 0.0)
+    a, p, pure, mixed = tiers(job, a, p)
     edges = np.arange(first, last + 1) * dt
 
-    def per_block(cap: np.ndarray) -> np.ndarray:  # the integral of each row's GPUs over each block, GPU-hours
-        cum = np.concatenate([np.zeros((cap.shape[0], 1)), np.cumsum(cap * dt, axis=1)], axis=1)
-        at = interp(bounds[None, :], edges[None, None, :], cum[:, None, :], np.full((1, 1), edges.size))
-        return np.maximum(np.diff(at, axis=1), 0.0)
+    def per_block(cap: np.ndarray) -> np.ndarray:
+        return block_hours(cap, bounds, edges, dt)
 
     level = np.where(seen >= job.n_min, np.minimum(seen, float(job.n_max)), 0.0)
     cap_pure = _profiles(pure, ahead, lag0, level, dt, job.n_max)
@@ -98,6 +91,26 @@ def _tails_of(job: Job, a: np.ndarray, p: np.ndarray, bounds: np.ndarray, ahead:
                                 od_price=np.full(n, float(od[r])), stalled_hours=stalled,
                                 mixed_gpu_hours=raw_mixed[r] * u, mixed_price=priced(mixed_price)))
     return out
+
+
+def tiers(job: Job, a: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Availability (not finite: 0) and spot price (not finite: NaN), and the GPUs of the two tiers: spot usable
+    alone (min(a, N_max) where a >= N_min) and spot below N_min, which still runs the job beside N_min - a
+    on-demand GPUs (the window problem mixes them too): such an hour offers N_min GPU-hours at their blended price,
+    a dearer tier of its own."""
+    a = np.where(np.isfinite(a), a, 0.0)
+    p = np.where(np.isfinite(p), p, np.nan)
+    pure = np.where(a >= job.n_min, np.minimum(a, job.n_max), 0.0)
+    mixed = np.where((a > 0) & (a < job.n_min), float(job.n_min), 0.0)
+    return a, p, pure, mixed
+
+
+def block_hours(cap: np.ndarray, bounds: np.ndarray, edges: np.ndarray, dt: float) -> np.ndarray:
+    """The integral over each block (`bounds`, hours) of each row's GPUs per slot (`cap`, slots starting at
+    `edges`), in GPU-hours (`np.interp` of the running sum, to the bit)."""
+    cum = np.concatenate([np.zeros((cap.shape[0], 1)), np.cumsum(cap * dt, axis=1)], axis=1)
+    at = interp(bounds[None, :], edges[None, None, :], cum[:, None, :], np.full((1, 1), edges.size))
+    return np.maximum(np.diff(at, axis=1), 0.0)
 
 
 def _profiles(usable: np.ndarray, ahead: np.ndarray, lag0: int, level: np.ndarray, dt: float,
