@@ -158,3 +158,14 @@ def test_negligible_coefficients_do_not_break_glpk():
     for solver in ("glpk", "highs"):
         r = solve_optimum(np.zeros(6, int), np.ones(6), np.full(6, 3.0), job, 0.5, solver=solver, mip_gap=1e-9)
         assert r.status == "optimal" and r.objective == pytest.approx(-3.0)
+
+
+def test_a_feasible_problem_is_not_called_infeasible_by_highs_presolve():
+    # found by hypothesis: with a throughput offset of 6e-8, HiGHS 1.16's presolve calls this problem infeasible
+    # although running nothing is a schedule (the job may miss its deadline); without presolve it is optimal at 0
+    job = Job(work=0.5000000298023224, deadline_h=1.0, hard_deadline_h=1.5, throughput=Throughput(1.0, 5.96e-8),
+              overhead_h=0.5)
+    args = (np.zeros(3, int), np.ones(3), np.full(3, 3.0))
+    for solver in ("glpk", "highs"):
+        r = OptimumProblem(job, 3, 0.5, False, "fractional").solve_window(*args, solver, time_limit=60, mip_gap=1e-9)
+        assert r.status == "optimal" and r.objective == 0.0 and not r.o.any() and not r.s.any()

@@ -70,6 +70,12 @@ def solve_highs(form: StandardForm, time_limit: float, mip_gap: float, tee: bool
         h.setSolution(len(cols), np.asarray(cols, dtype=np.int32), np.asarray(vals, dtype=np.float64))
     h.run()
     ms = h.getModelStatus()
+    if ms == highspy.HighsModelStatus.kInfeasible:  # presolve has called feasible problems infeasible: ask again
+        h.setOptionValue("presolve", "off")
+        h.setOptionValue("time_limit", max(float(time_limit) - (time.perf_counter() - started), 1e-3))
+        h.clearSolver()
+        h.run()
+        ms = h.getModelStatus()
     info = h.getInfo()
     bound = float(info.mip_dual_bound) if form.is_int.any() else float(info.objective_function_value)
     has = info.primal_solution_status == 2  # kSolutionStatusFeasible
