@@ -43,8 +43,10 @@ lab: setup
 reproduce: setup
 	$(PY) -m spotlab reproduce --out paper_figures --build build $(if $(SCHEDULER),--scheduler $(SCHEDULER),--jobs $(JOBS)) $(if $(filter 1,$(QUICK)),--quick,)
 
+# worksteal: xdist's default hands out tests in advance, and the long ones (notebooks, clusters) could pile up on
+# one worker while the other idled (docs/benchmarks.md, "The test suite")
 test: setup
-	$(PY) -m pytest -q -n $(JOBS) -p no:cacheprovider
+	$(PY) -m pytest -q -n $(JOBS) --dist worksteal -p no:cacheprovider
 
 bench: setup
 	$(PY) benchmarks/bench_simulator.py
