@@ -18,7 +18,7 @@ Per slot and window, with no forecast:
    on-demand when spot is plentiful, and a spell's age is the one sign of its residual life that needs no
    forecast (spells are heavy-tailed). Where the rules do not show a zone's spell, its age is unknown (0).
 4. **Deadline**: the engine's safety net (wrapped by `make_policy`), and N_max on demand once two more restarts
-   and a slot would not fit, so that the Can't Be Late guard (which keeps a just-preempted or partial spot request)
+   and a slot would not fit, so that the Can't Be Late guard (which keeps a just-preempted spot request)
    never has to act.
 Where each rule comes from and what it gives on the benchmarks: docs/decisions/zone-policies.md.
 """

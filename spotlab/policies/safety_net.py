@@ -10,7 +10,8 @@ Variants:
   N_max on-demand GPUs could no longer finish by the hard deadline (keeping an intact full allocation
   with no pending overhead);
 - "cbl": the Can't Be Late guard, which also keeps a spot request whose instance was just preempted
-  (so that slot is lost);
+  (so that slot is lost); the peer's jobs are of one size, and a request short of an elastic job's N_max GPUs
+  is not kept (it could leave the job short of its deadline);
 - "skynomad": SkyNomad's: in one zone the Can't Be Late guard, a kept spot request that was just preempted going
   on demand; across zones a latch: once finishing needs every slot left with one restart, N_max on-demand GPUs
   for good, where a spot job runs, or where none runs in the zone whose on-demand price for the work left plus
@@ -84,11 +85,12 @@ def apply_safety_net(job: Job, obs: Observation, o: np.ndarray, s: np.ndarray, v
         o = np.where(quit, 0, o)
         s = np.where(quit, 0, s)
     calm = obs.pending_h <= EPS
+    full = obs.prev_o + obs.prev_s == job.n_max  # a request short of N_max GPUs is never kept
     if variant == "cbl":
-        keep = trig & calm & (obs.prev_s > 0)
+        keep = trig & calm & full & (obs.prev_s > 0)
     else:
         intact = obs.held_s == obs.prev_s
-        keep = trig & calm & intact & (obs.prev_o + obs.prev_s == job.n_max)
+        keep = trig & calm & intact & full
     o = np.where(trig, np.where(keep, obs.prev_o, job.n_max), o)
     s = np.where(trig, np.where(keep, obs.prev_s, 0), s)
     return o, s, quit
@@ -170,7 +172,8 @@ class SafetyNet:
         left = obs.active & (obs.remaining > EPS * max(1.0, job.work))
         trig = deadline_pressure(job, obs, dt) & left
         if zones == 1:
-            keep = trig & (obs.pending_h <= EPS) & (obs.prev_s > 0) & (obs.held_s == obs.prev_s)
+            keep = trig & (obs.pending_h <= EPS) & (obs.prev_s > 0) & (obs.held_s == obs.prev_s) \
+                & (obs.prev_o + obs.prev_s == job.n_max)
             o2 = np.where(trig, np.where(keep, obs.prev_o, job.n_max), o)
             s2 = np.where(trig, np.where(keep, obs.prev_s, 0), s)
             self._overridden += int((obs.active & ((o2 != o) | (s2 != s))).sum())

@@ -77,3 +77,27 @@ def test_bad_nets_are_policy_errors():
         make_policy("greedy", give_up="yes")
     with pytest.raises(PolicyError, match="already has a safety net"):
         SafetyNet(make_policy("greedy"))
+
+
+class AllSpot(Idle):
+    """Asks for N_max spot GPUs every slot, however few there are."""
+
+    name = "all_spot"
+
+    def act(self, obs):
+        return np.zeros_like(obs.held_o), np.full(obs.held_s.shape, self.ctx.job.n_max)
+
+
+@pytest.mark.parametrize("variant", ["cbl", "skynomad"])
+def test_the_cant_be_late_guards_keep_no_spot_request_short_of_n_max(variant):
+    # one spot GPU of the two an elastic job wants: running on it alone misses; the guard must go to N_max on demand
+    # (the peer's guard keeps a spot request, but its jobs are of one size)
+    market = Market(np.ones(12, dtype=np.int64), np.full(12, 1.0), np.full(12, 3.0), 1.0, name="one spot GPU")
+    job = Job(work=14.0, deadline_h=10.0, n_min=1, n_max=2, value=100.0, miss_penalty=10.0, overhead_h=0.5)
+    r = simulate(SafetyNet(AllSpot(), variant), market, job)
+    assert r.done.all() and r.completion_h[0] <= job.hard_deadline_h + 1e-9
+    assert r.arrays["o"][0].max() == job.n_max
+    # a job of one size keeps its request: the peer's rule (a just-preempted instance's slot is lost)
+    fixed = Job(work=7.0, deadline_h=10.0, n_min=1, n_max=1, value=100.0, miss_penalty=10.0, overhead_h=0.5)
+    r = simulate(SafetyNet(AllSpot(), variant), market, fixed)
+    assert r.done.all() and r.arrays["o"][0].sum() == 0
