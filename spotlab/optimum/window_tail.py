@@ -122,11 +122,16 @@ def _value(left: np.ndarray, unfinished: float, shortfall_price: float, cap: flo
     out = np.full(left.shape, unfinished)
     if shortfall_price > 0:  # (priced above any work's cost, so the tail is filled first)
         out = np.where(left > cap, unfinished - shortfall_price * (left - cap) - cap_cost, out)
-    for j in range(value.size):
-        fits = left <= reach[j]
-        if fits.any():
-            n = size[j]
-            out = np.where(fits, np.maximum(out, value[j] - np.interp(left, x[j, :n], c[j, :n])), out)
+    if not value.size or not left.size:
+        return out
+    low, high = left.min(), left.max()
+    if np.isnan(low):  # (a NaN fits nowhere: block by block)
+        low, high = -np.inf, np.inf
+    # only the blocks some of `left` fits in, in order; where all of it fits, no mask (the same values)
+    for j in np.flatnonzero(reach >= low):
+        n = size[j]
+        got = np.maximum(out, value[j] - np.interp(left, x[j, :n], c[j, :n]))
+        out = got if reach[j] >= high else np.where(left <= reach[j], got, out)
     return out
 
 
