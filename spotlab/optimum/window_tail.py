@@ -122,7 +122,7 @@ def _value(left: np.ndarray, unfinished: float, shortfall_price: float, cap: flo
     out = np.full(left.shape, unfinished)
     if shortfall_price > 0:  # (priced above any work's cost, so the tail is filled first)
         out = np.where(left > cap, unfinished - shortfall_price * (left - cap) - cap_cost, out)
-    if not value.size or not left.size:
+    if not left.size:
         return out
     low, high = left.min(), left.max()
     if np.isnan(low):  # (a NaN fits nowhere: block by block)

@@ -23,7 +23,7 @@ import numpy as np
 
 from ..errors import PredictionError, SolverError
 from ..market.zoned_episodes import ZonedEpisodes
-from ..optimum.dp.zones import ZonesDP, ZoneStart, final_zone_order
+from ..optimum.dp.zones import ZonesDP, final_zone_order
 from ..params import Interval, positive_hours
 from ..predict.forecaster import Forecaster
 from ..predict.registry import make_predictor, model_names
@@ -199,11 +199,8 @@ class CHCZones(OnlinePolicy):
         self.stats_["forecast_s"] += time.perf_counter() - tic
         dp, job = self.dp_, self.job
         zone = int(self._zones_of(obs)[0][i])
-        # a run that lost spot GPUs restarts on what it holds: in the DP, a launch from idle
-        intact = obs.held_s[i] >= obs.prev_s[i]
-        held_o, held_s = (int(obs.held_o[i]), int(obs.held_s[i])) if intact else (0, 0)
-        start = ZoneStart(t, dp.mode_of(zone, held_o, held_s, bool(self.started_[i])), float(obs.pending_h[i]),
-                          float(job.work - obs.remaining[i]))
+        start = dp.start_at(t, zone, obs.held_o[i], obs.held_s[i], obs.prev_s[i], self.started_[i], obs.pending_h[i],
+                            job.work - obs.remaining[i])
         tic = time.perf_counter()
         try:
             if self.final_pricing_:
@@ -247,7 +244,6 @@ class CHCZones(OnlinePolicy):
     def act(self, obs: Observation):
         t = obs.t
         self._observe(obs)
-        W = obs.active.size
         for i in np.flatnonzero(obs.active):
             i = int(i)
             if t >= self.T_:

@@ -84,16 +84,23 @@ def apply_safety_net(job: Job, obs: Observation, o: np.ndarray, s: np.ndarray, v
         trig = trig & ~quit
         o = np.where(quit, 0, o)
         s = np.where(quit, 0, s)
-    calm = obs.pending_h <= EPS
-    full = obs.prev_o + obs.prev_s == job.n_max  # a request short of N_max GPUs is never kept
-    if variant == "cbl":
-        keep = trig & calm & full & (obs.prev_s > 0)
-    else:
-        intact = obs.held_s == obs.prev_s
-        keep = trig & calm & intact & full
+    keep = trig & (_keeps(job, obs, spot=True, intact=False) if variant == "cbl"
+                   else _keeps(job, obs, spot=False, intact=True))
     o = np.where(trig, np.where(keep, obs.prev_o, job.n_max), o)
     s = np.where(trig, np.where(keep, obs.prev_s, 0), s)
     return o, s, quit
+
+
+def _keeps(job: Job, obs: Observation, spot: bool, intact: bool) -> np.ndarray:
+    """Where a net that fires keeps the allocation that ran instead of N_max on-demand GPUs: nothing pending and all
+    N_max GPUs held (a request short of them could leave the job short of its deadline); `spot`: a spot request only
+    (the Can't Be Late guard); `intact`: none of it preempted."""
+    keep = (obs.pending_h <= EPS) & (obs.prev_o + obs.prev_s == job.n_max)
+    if spot:
+        keep &= obs.prev_s > 0
+    if intact:
+        keep &= obs.held_s == obs.prev_s
+    return keep
 
 
 def check_variant(variant: object, give_up: object) -> None:
@@ -172,8 +179,7 @@ class SafetyNet:
         left = obs.active & (obs.remaining > EPS * max(1.0, job.work))
         trig = deadline_pressure(job, obs, dt) & left
         if zones == 1:
-            keep = trig & (obs.pending_h <= EPS) & (obs.prev_s > 0) & (obs.held_s == obs.prev_s) \
-                & (obs.prev_o + obs.prev_s == job.n_max)
+            keep = trig & _keeps(job, obs, spot=True, intact=True)
             o2 = np.where(trig, np.where(keep, obs.prev_o, job.n_max), o)
             s2 = np.where(trig, np.where(keep, obs.prev_s, 0), s)
             self._overridden += int((obs.active & ((o2 != o) | (s2 != s))).sum())

@@ -135,3 +135,36 @@ def test_a_stack_of_tails_values_each_window_as_its_own(seed, n):
         assert stack.cap[r] == tail.cap and stack.cap_cost[r] == tail.cap_cost
         grid = np.linspace(1e-9, 1.5 * spans[r], 200)
         assert np.array_equal(stack.one(r, grid), tail(grid))
+
+
+def block_by_block(left, unfinished, shortfall_price, cap, cap_cost, value, reach, x, c, size):
+    """The tail's value one block at a time, every block tried (the reference for `_value`)."""
+    out = np.full(left.shape, unfinished)
+    if shortfall_price > 0:
+        out = np.where(left > cap, unfinished - shortfall_price * (left - cap) - cap_cost, out)
+    for j in range(value.size):
+        fits = left <= reach[j]
+        n = size[j]
+        out = np.where(fits, np.maximum(out, value[j] - np.interp(left, x[j, :n], c[j, :n])), out)
+    return out
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**31 - 1), n=st.integers(1, 4))
+def test_the_tail_value_reads_only_the_blocks_the_work_fits_in_and_equals_every_block_tried(seed, n):
+    """The tail's value (`TailValue`, `TailStack.one`) skips the blocks no work left fits in and masks none where
+    all of it fits: the same values, to the bit, as trying every block, on work left below, among and past the
+    blocks' reach (a NaN included)."""
+    job, w, terms = random_terms(seed, n)
+    rng = np.random.default_rng(seed)
+    for tm in terms:
+        tail = TailValue(job, tm, w)
+        fields = (tail.unfinished, tail.shortfall_price, tail.cap, tail.cap_cost, tail.value, tail.reach, tail.x,
+                  tail.c, tail.size)
+        top = max(float(tail.reach.max()) if tail.reach.size else 1.0, 1e-6)
+        cases = [rng.uniform(1e-9, 1.5, 7) * top, rng.uniform(1e-9, 0.2, 3) * top, np.array([top * 3, top * 4]),
+                 np.concatenate([tail.reach, tail.reach * (1 + 1e-12)]), np.array([0.5 * top, np.nan]),
+                 rng.uniform(1e-9, 1.2, (2, 5)) * top]
+        for left in cases:
+            got, want = tail(left), block_by_block(left, *fields)
+            assert np.array_equal(got, want, equal_nan=True), (left, got, want)

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from spotlab.errors import PolicyError, SolverError
-from spotlab.optimum.dp.zones import ZonesDP, ZoneStart
+from spotlab.optimum.dp.zones import ZonesDP
 from spotlab.policies.registry import make_policy
 from spotlab.policies.run import run_policy
 from spotlab.simulation.engine import simulate
@@ -48,11 +48,9 @@ def test_a_plan_started_part_way_prices_the_rest_as_the_whole_window_does(case, 
     obs = replay.seen
     done = float(job.work - obs.remaining[0])
     started = bool(whole.zone[:t].max() >= 0)
-    # as A1 starts its DP: a run that lost spot GPUs restarts on what it holds, a launch from idle (the engine
-    # charges the restart; found: a plan leaving a zone in the slot its spot dropped from 4 to 3)
-    intact = obs.held_s[0] >= obs.prev_s[0]
-    held_o, held_s = (int(obs.held_o[0]), int(obs.held_s[0])) if intact else (0, 0)
-    start = ZoneStart(t, dp.mode_of(int(obs.zone[0]), held_o, held_s, started), float(obs.pending_h[0]), done)
+    # as A1 starts its DP (a run that lost spot GPUs restarts; found: a plan leaving a zone in the slot its spot
+    # dropped from 4 to 3, started from the held GPUs as a run going on)
+    start = dp.start_at(t, obs.zone[0], obs.held_o[0], obs.held_s[0], obs.prev_s[0], started, obs.pending_h[0], done)
     rest = dp.solve_window(A[:, t:], SP[:, t:], OD[:, t:], start=start)
     spent = float(np.sum(res.arrays["cost"][0, :t]))
     # the rest of the whole plan is one of the plans from this state, and no plan from it beats the whole optimum

@@ -97,7 +97,8 @@ def test_the_cant_be_late_guards_keep_no_spot_request_short_of_n_max(variant):
     r = simulate(SafetyNet(AllSpot(), variant), market, job)
     assert r.done.all() and r.completion_h[0] <= job.hard_deadline_h + 1e-9
     assert r.arrays["o"][0].max() == job.n_max
-    # a job of one size keeps its request: the peer's rule (a just-preempted instance's slot is lost)
-    fixed = Job(work=7.0, deadline_h=10.0, n_min=1, n_max=1, value=100.0, miss_penalty=10.0, overhead_h=0.5)
+    # a job of one size keeps its spot request when the guard fires (from slot 1 on: 8 h of work left and one
+    # restart need all 9 slots left), the peers' rule; spot holds here, so it finishes without on demand
+    fixed = Job(work=8.5, deadline_h=10.0, n_min=1, n_max=1, value=100.0, miss_penalty=10.0, overhead_h=0.5)
     r = simulate(SafetyNet(AllSpot(), variant), market, fixed)
     assert r.done.all() and r.arrays["o"][0].sum() == 0

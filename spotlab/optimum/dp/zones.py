@@ -175,6 +175,15 @@ class ZonesDP:
             return self.idle_mode(zone) if started else 0
         return self.run_mode(zone, self.alloc.index((int(on_demand + spot), int(spot))))
 
+    def start_at(self, t: int, zone: int, held_o: int, held_s: int, prev_s: int, started: bool, pending_h: float,
+                 work_done: float) -> ZoneStart:
+        """The DP's start at slot `t` of a job in `zone` that ran `prev_s` spot GPUs last slot and holds
+        `held_o` + `held_s` now: a run that lost spot GPUs restarts on what it holds (the engine charges the
+        restart), which in the DP is a launch from idle there."""
+        intact = held_s >= prev_s
+        o, s = (int(held_o), int(held_s)) if intact else (0, 0)
+        return ZoneStart(int(t), self.mode_of(int(zone), o, s, bool(started)), float(pending_h), float(work_done))
+
     def _start(self, start: ZoneStart | None) -> tuple[int, int, int, int]:
         """(t0, mode, pending index, work level) of a start; the nearest pending value and level on the lattice."""
         if start is None:
