@@ -91,15 +91,27 @@ def descendants(pid: int | None = None) -> list[int]:
 def stop_children(grace_s: float = 3.0) -> None:
     """End every process this one started, and theirs: SIGTERM, then SIGKILL after `grace_s`."""
     if "joblib" in sys.modules:  # joblib's reusable pool first, so that it does not respawn what we kill
-        with contextlib.suppress(Exception):
-            from joblib.externals.loky import get_reusable_executor
-
-            get_reusable_executor().shutdown(wait=False, kill_workers=True)
+        _shut_loky_pool(grace_s)
     # workers and kernels first; the resource trackers last (they would report the workers' semaphores as
     # leaked, and joblib relaunches a tracker that died before its workers)
     found = descendants()
     _end([p for p in found if not _is_resource_tracker(p)], grace_s)
     _end([p for p in found if _is_resource_tracker(p)], 0.0)  # they ignore SIGTERM
+
+
+def _shut_loky_pool(grace_s: float) -> None:
+    """Kill joblib's reusable pool's workers and wait (at most `grace_s`) for its manager to finish: it then
+    unregisters the pool's resources from the resource tracker, and doing that after the tracker is killed makes
+    it start a new tracker (a "died unexpectedly" warning, and the new tracker's KeyErrors on stderr)."""
+    with contextlib.suppress(Exception):
+        from joblib.externals.loky import reusable_executor
+
+        pool = reusable_executor._executor
+        if pool is None:  # never started: asking for it would start one
+            return
+        done = threading.Thread(target=pool.shutdown, kwargs={"wait": True, "kill_workers": True}, daemon=True)
+        done.start()
+        done.join(grace_s)
 
 
 def _end(pids: list[int], grace_s: float) -> None:

@@ -27,9 +27,19 @@ def _blocks(path: Path, language: str) -> list[tuple[str, str]]:
 
 
 def _skip_without_data(block: str) -> None:
+    """Skip a block whose data is not on this machine: a path under ../shared/data, or a benchmark scenario by
+    name (`spotlab scenario NAME` reads its benchmark's folder of the data and never downloads it)."""
     for rel in re.findall(re.escape(DATA_NEEDED) + r"[\w./-]+", block):
         if not (ROOT / rel).exists():
             pytest.skip(f"{rel} is not on this machine")
+    from spotlab.data.locate import data_root
+    from spotlab.experiments.zone_benchmarks import LEADERBOARD_DIR, SKYNOMAD_DIR
+
+    for name in re.findall(r"spotlab scenario (\S+)", block):
+        folder = {"leaderboard": LEADERBOARD_DIR, "skynomad": SKYNOMAD_DIR}.get(name.split("/")[0])
+        base = data_root()
+        if folder is not None and (base is None or not (base / folder).is_dir()):
+            pytest.skip(f"scenario {name}: {folder} is not on this machine")
 
 
 def _env() -> dict[str, str]:

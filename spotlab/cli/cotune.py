@@ -180,7 +180,7 @@ def run_configs(args: argparse.Namespace) -> int:
 
 
 def run_cluster(args: argparse.Namespace) -> int:
-    from ..cluster.alibaba_philly_workload import trace_workload
+    from ..cluster.alibaba_philly_workload import check_part, trace_workload
     from ..cluster.state import Cluster
     from ..cotune.jobs import fine_tune_jobs, offered_load, scaled, time_scale_for_load
     from ..cotune.run_history import load_runs
@@ -207,6 +207,8 @@ def run_cluster(args: argparse.Namespace) -> int:
     for policy in args.policies:
         make_scheduler(policy, **scheduler_params.get(policy, {}))  # a bad parameter fails before the workload
     cluster = Cluster.parse(args.cluster)
+    check_part(args.part)  # the inputs first: the trace takes seconds to load, and may have to be fetched
+    runs = load_runs(args.runs) if args.runs and "predicted" in args.sources else None
     trace = trace_workload(part=args.part, n_jobs=args.n_jobs, seed=args.seed,
                            max_runtime_s=args.max_runtime_h * 3600.0)
     jobs = fine_tune_jobs(trace, cluster, seed=args.seed)
@@ -215,7 +217,6 @@ def run_cluster(args: argparse.Namespace) -> int:
     sources: dict[str, Any] = {}
     for s in args.sources:
         if s == "predicted":
-            runs = load_runs(args.runs) if args.runs else None
             sources[s] = train_knowledge(train_runs, seed=args.seed, runs=runs)
         else:
             sources[s] = s

@@ -157,7 +157,8 @@ def observed_start(pods: pd.DataFrame) -> float:
     return float(done.min() if len(done) else pods["creation_time"].min())
 
 
-def _check_part(part: tuple[float, float]) -> tuple[float, float]:
+def check_part(part: tuple[float, float]) -> tuple[float, float]:
+    """`part` as a pair of floats (a, b) with 0 <= a < b <= 1, else a `WorkloadError` saying so."""
     try:
         a, b = (float(x) for x in part)
     except (TypeError, ValueError):
@@ -196,7 +197,7 @@ def _pods_and_runtimes(pods: pd.DataFrame | None, runtimes: np.ndarray | None) -
 
 def _part_pods(pods: pd.DataFrame, part: tuple[float, float], observed_only: bool) -> pd.DataFrame:
     """Pods whose creation time lies in fraction ``part`` of the arrival span, in arrival order."""
-    a, b = _check_part(part)
+    a, b = check_part(part)
     pods = pods.sort_values("creation_time", kind="stable")
     if observed_only:
         pods = pods[pods["creation_time"] >= observed_start(pods)]
