@@ -244,7 +244,8 @@ def run(
         batches = [[p] for p in todo_parts] if one_by_one else ([todo_parts] if todo_parts else [])
         tasks += [(dl, ov, pol, batch) for batch in batches]
 
-    def finish(task: tuple, result: tuple) -> None:
+    def finish(task: tuple, result: tuple) -> int:
+        """Append a cell's rows; the number of cells done (1)."""
         nonlocal done
         dl, ov, pol, batch = task
         cost, completion, met, fallback, secs = result
@@ -257,32 +258,36 @@ def run(
         if out_path is not None:
             append_rows(out_path, new)
         done = pd.concat([done, new], ignore_index=True) if len(done) else new
+        return 1
 
     def args(task: tuple) -> tuple:
         dl, ov, pol, batch = task
         return names.get(pol, pol), params.get(pol), dl, ov, concat([ep for _, _, ep in batch])
 
-    def member_args(task: tuple) -> tuple:  # once the members' cells are done
-        dl, ov, pol, batch = task
-        (env, sel, episodes), = batch
-        found = [_member_runs(done, lab, env, sel, dl, ov) for lab in member_labels[pol]]
-        cost, completion, met = (np.stack([f[i] for f in found], axis=1) for i in range(3))
-        fallback = np.array([f[3] for f in found])
-        return params.get(pol), dl, ov, episodes, cost, completion, met, fallback, n_jobs
+    def members_args(group: list) -> tuple:  # every env's cell of one (deadline, overhead, label), once the
+        dl, ov, pol, _ = group[0]  # members' cells are done
+        cells = []
+        for _, _, _, batch in group:
+            (env, sel, episodes), = batch
+            found = [_member_runs(done, lab, env, sel, dl, ov) for lab in member_labels[pol]]
+            cost, completion, met = (np.stack([f[i] for f in found], axis=1) for i in range(3))
+            cells.append((episodes, cost, completion, met, np.array([f[3] for f in found])))
+        return params.get(pol), dl, ov, cells, n_jobs
 
-    def execute(todo: list, cell, cell_args, bar) -> None:
+    def finish_group(group: list, results: list) -> int:
+        return sum(finish(task, result) for task, result in zip(group, results))
+
+    def execute(todo: list, cell, cell_args, on_done, bar) -> None:
         jobs = min(worker_count(int(n_jobs)), len(todo))
         if jobs <= 1:
             for task in todo:
-                finish(task, cell(*cell_args(task)))
-                bar.update()
+                bar.update(on_done(task, cell(*cell_args(task))))
             return
         from joblib import Parallel, delayed
 
         runner = Parallel(n_jobs=jobs, return_as="generator_unordered")
         for i, result in runner(delayed(_indexed)(cell, i, *cell_args(t)) for i, t in enumerate(todo)):
-            finish(todo[i], result)
-            bar.update()
+            bar.update(on_done(todo[i], result))
 
     simulated = [t for t in tasks if t[2] not in derived]
     chosen = [t for t in tasks if t[2] in derived]
@@ -293,8 +298,11 @@ def run(
         member_labels = {pol: _member_labels(pol, params.get(pol), candidates, names, params)
                          for pol in {t[2] for t in chosen}}
     with tqdm_bar(total=len(tasks), desc="leaderboard cells", unit="cell", enabled=bool(progress)) as bar:
-        execute(simulated, _simulate_cell, args, bar)
-        execute(chosen, _select_cell, member_args, bar)
+        execute(simulated, _simulate_cell, args, finish, bar)
+        groups: dict[tuple, list] = {}  # select's cells of every env at one (deadline, overhead, label) together
+        for task in chosen:
+            groups.setdefault(task[:3], []).append(task)
+        execute(list(groups.values()), _select_cells, members_args, finish_group, bar)
     if not asked or not len(done):
         return pd.DataFrame(columns=ROW_COLUMNS)
     keys = pd.concat(asked, ignore_index=True).astype({"window": int, "start_tick": int})
@@ -373,30 +381,39 @@ def _member_runs(done: pd.DataFrame, label: str, env: str, sel: pd.DataFrame, de
             float("nan") if (rate > 0).any() else 0.0)
 
 
-def _select_cell(params: Mapping | None, deadline: float, overhead: float, episodes: Episodes, cost: np.ndarray,
-                 completion_h: np.ndarray, met: np.ndarray, fallback: np.ndarray, n_jobs: int
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, float]:
-    """One env's (deadline, overhead) cell of policy selection in the Can't Be Late semantics, made from its
-    members' costs, completion times and deadlines met there (rounds, members) and their fallback rates (NaN:
-    the member is replayed on these windows for its rate): what `_simulate_cell` gives for select."""
+def _select_cells(params: Mapping | None, deadline: float, overhead: float,
+                  cells: Sequence[tuple[Episodes, np.ndarray, np.ndarray, np.ndarray, np.ndarray]], n_jobs: int
+                  ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, float, float]]:
+    """The (deadline, overhead) cells of policy selection of several envs, each made from its members' costs,
+    completion times and deadlines met there (rounds, members) and their fallback rates (NaN: the member is
+    replayed on these windows for its rate): per cell what `_simulate_cell` gives for select. The members'
+    warm-up replays of every env run as one simulation (`warmup_utilities`); each cell's seconds are its own
+    choice and an even share of that replay."""
     from ..policies.registry import make_policy
     from ..policies.select import replay_members
-    from ..policies.select_from_members import select_from_members
+    from ..policies.select_from_members import select_from_members, warmup_utilities
 
     semantics = Semantics.cant_be_late()
     job = make_job(WORK_HOURS, deadline, overhead_hours=overhead)
     t0 = time.perf_counter()
     select = make_policy("select", params, safety_net="off")
     members = select.members()
-    fallback = np.array([replay_members([members[k]], [episodes], job, semantics.settings, 0, semantics.safety_net,
-                                        semantics.give_up, n_jobs)[0].fallback_rate if np.isnan(f) else f
-                         for k, f in enumerate(fallback)])
-    sel = select_from_members(select, episodes, job, semantics.settings, cost, completion_h, fallback,
-                              safety_net=semantics.safety_net, give_up=semantics.give_up, n_jobs=n_jobs)
-    secs = time.perf_counter() - t0
-    rounds = np.arange(episodes.n)  # A3's run in a round is its chosen member's
-    picked = (rounds, sel.chosen)
-    return cost[picked], completion_h[picked], met[picked], sel.fallback_rate, secs
+    warm = warmup_utilities(select, [c[0] for c in cells], job, semantics.settings, 0, semantics.safety_net,
+                            semantics.give_up, n_jobs)
+    shared = (time.perf_counter() - t0) / len(cells)
+    out = []
+    for (episodes, cost, completion_h, met, fallback), warm_utility in zip(cells, warm):
+        t1 = time.perf_counter()
+        fallback = np.array([replay_members([members[k]], [episodes], job, semantics.settings, 0,
+                                            semantics.safety_net, semantics.give_up, n_jobs)[0].fallback_rate
+                             if np.isnan(f) else f for k, f in enumerate(fallback)])
+        sel = select_from_members(select, episodes, job, semantics.settings, cost, completion_h, fallback,
+                                  safety_net=semantics.safety_net, give_up=semantics.give_up, n_jobs=n_jobs,
+                                  warm=warm_utility)
+        picked = (np.arange(episodes.n), sel.chosen)  # A3's run in a round is its chosen member's
+        out.append((cost[picked], completion_h[picked], met[picked], sel.fallback_rate,
+                    shared + time.perf_counter() - t1))
+    return out
 
 
 def summarise(rows: pd.DataFrame, full_runs: int = RUNS) -> pd.DataFrame:

@@ -17,12 +17,13 @@ carry (docs/decisions/select-zones.md). Why: docs/decisions/select-from-members.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 
 from ..errors import PolicyError
 from ..jobs.job import Job
-from ..market.episodes import Episodes
+from ..market.episodes import Episodes, concat
 from ..simulation.settings import SimSettings
 from ..simulation.slots import horizon_slots
 from .select import Select, replay_members, settled_slots, warmup_episodes
@@ -41,12 +42,14 @@ class SelectedRounds:
 
 def select_from_members(select: Select, episodes: Episodes, job: Job, settings: SimSettings,
                         cost: np.ndarray, completion_h: np.ndarray, fallback_rate: np.ndarray, seed: int = 0,
-                        safety_net: str = "strict", give_up: bool = False, n_jobs: int = 1) -> SelectedRounds:
+                        safety_net: str = "strict", give_up: bool = False, n_jobs: int = 1,
+                        warm: np.ndarray | None = None) -> SelectedRounds:
     """What `select` plays on `episodes` (its rounds, in order), from each pool member's outcome there: `cost`
     and `completion_h` (rounds, K; NaN: not finished) and `fallback_rate` (K,: each member's rate over these
     rounds, 0 where a policy reports none), all as a simulation of the member on `episodes` with this `job`,
     `settings`, simulation `seed` and safety net gives them. The warm-up members run under the same net
-    (`n_jobs` processes). The result is the `simulate` of `select` on `episodes` (same seed, net), without it."""
+    (`n_jobs` processes), unless `warm` gives their utilities already (`warmup_utilities`). The result is the
+    `simulate` of `select` on `episodes` (same seed, net), without it."""
     if not isinstance(episodes, Episodes):
         raise PolicyError("select from members: one zone only (across zones the chosen member's zones and probes "
                           f"are replayed too; simulate select), got {type(episodes).__name__}")
@@ -62,16 +65,46 @@ def select_from_members(select: Select, episodes: Episodes, job: Job, settings: 
                           f"{fallback.shape}")
     if not np.isfinite(fallback).all():
         raise PolicyError("select from members: fallback rates must be finite (0 for a policy that reports none)")
-    horizon = horizon_slots(job, episodes.slot_hours)  # as `simulate` sets the context's horizon
-    if settings.deadline == "none":
-        horizon = int(episodes.length.max())
+    horizon = _horizon(episodes, job, settings)
     utility = job.value_at(completion_h) - cost  # the engine's `value - cost`
     settled = np.stack([settled_slots(completion_h[:, m], episodes.slot_hours, horizon) for m in range(k)], axis=1)
-    warm_ep = warmup_episodes(episodes, horizon) if select.warmup else None
-    warm = None
-    if warm_ep is not None:
-        runs = replay_members(members, [warm_ep], job, settings, seed, safety_net, give_up, n_jobs)
-        warm = np.stack([r.utility for r in runs], axis=1)
+    if warm is None:
+        warm, = warmup_utilities(select, [episodes], job, settings, seed, safety_net, give_up, n_jobs)
+    elif warm.ndim != 2 or warm.shape[1] != k:
+        raise PolicyError(f"select from members: warm-up utilities must be of shape (windows, {k}), got {warm.shape}")
     run = select.choose(utility, warm, episodes, job, horizon, seed, settled, settings)
     counts = np.bincount(run.chosen, minlength=k)
     return SelectedRounds(run.chosen, float(counts @ fallback / len(run.chosen)), run)
+
+
+def warmup_utilities(select: Select, sets: Sequence[Episodes], job: Job, settings: SimSettings, seed: int = 0,
+                     safety_net: str = "strict", give_up: bool = False, n_jobs: int = 1) -> list[np.ndarray | None]:
+    """Per set of rounds, its pool members' utilities on its warm-up windows (windows, members), None where it has
+    none (or `select` does not warm up): what `Select.reset` replays, for every set at once.
+
+    The warm-up windows of all sets that a simulation would run with the same slot length and horizon are
+    stacked (`episodes.concat`) and each member is replayed once on the stack: a member's run of a window does
+    not depend on the windows simulated beside it, and the simulation's cost per slot (A1's above all) is then
+    paid once, not once per set."""
+    members = select.members()
+    out: list[np.ndarray | None] = [None] * len(sets)
+    if not select.warmup:
+        return out
+    warm = [warmup_episodes(ep, _horizon(ep, job, settings)) for ep in sets]
+    key = [None if ep is None else (ep.slot_hours, _horizon(ep, job, settings)) for ep in warm]
+    for group in dict.fromkeys(k for k in key if k is not None):
+        idx = [i for i, k in enumerate(key) if k == group]
+        runs = replay_members(members, [concat([warm[i] for i in idx])], job, settings, seed, safety_net, give_up,
+                              n_jobs)
+        utility = np.stack([r.utility for r in runs], axis=1)
+        ends = np.cumsum([warm[i].n for i in idx])
+        for i, part in zip(idx, np.split(utility, ends[:-1])):
+            out[i] = part
+    return out
+
+
+def _horizon(episodes: Episodes, job: Job, settings: SimSettings) -> int:
+    """The rounds' horizon in slots, as `simulate` sets the context's."""
+    if settings.deadline == "none":
+        return int(episodes.length.max())
+    return horizon_slots(job, episodes.slot_hours)
