@@ -1067,16 +1067,21 @@ def _timing_table(log: dict | None) -> list[str]:
     if not recs:
         return []
     lines = ["", "## How long each notebook took", "",
-             "Wall time of each notebook's execution that wrote the files above"
+             "Wall time of each notebook's execution that wrote the files above, and the CPU time its kernel and "
+             "the kernel's worker processes used (sampled; notebooks that share the cores take longer on the wall, "
+             "not in CPU)"
              + (f"; this call ran on the Dask cluster at `{log['scheduler']}`" if log.get("scheduler") else "")
-             + ".", "", "| notebook | seconds | where | status |", "|---|---:|---|---|"]
-    total = 0.0
+             + ".", "", "| notebook | seconds | CPU seconds | where | status |", "|---|---:|---:|---|---|"]
+    total, cpu_total = 0.0, 0.0
     for r in sorted(recs, key=lambda r: r["notebook"]):
         seconds = float(r.get("execution_seconds", r.get("seconds", 0.0)))
         total += seconds
+        cpu = r.get("cpu_seconds")
+        cpu_total = None if cpu is None or cpu_total is None else cpu_total + float(cpu)
         status = STATUS.get(str(r.get("status")), str(r.get("status", "")))
-        lines.append(f"| {_cell(r['notebook'])} | {seconds:.1f} | {_cell(r.get('where', 'local'))} | {status} |")
-    lines.append(f"| all | {total:.1f} | | {len(recs)} notebooks |")
+        lines.append(f"| {_cell(r['notebook'])} | {seconds:.1f} | {'' if cpu is None else f'{float(cpu):.1f}'} "
+                     f"| {_cell(r.get('where', 'local'))} | {status} |")
+    lines.append(f"| all | {total:.1f} | {'' if cpu_total is None else f'{cpu_total:.1f}'} | | {len(recs)} notebooks |")
     return lines
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -17,7 +17,7 @@ THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"
 
 
 def kernel_manager_logging_to(log: Path, threads: int | None = None, cwd: str | Path | None = None,
-                              cells_to: str | None = None) -> type:
+                              cells_to: str | None = None, on_launch: Callable[[int], None] | None = None) -> type:
     """A kernel manager whose kernel writes its process-level stdout/stderr to `log`, started in `cwd`.
 
     The kernel gets its folder here, not from papermill's `cwd`: papermill changes the whole process's folder
@@ -35,6 +35,8 @@ def kernel_manager_logging_to(log: Path, threads: int | None = None, cwd: str | 
     The kernel app logs a TCP warning and the shutdown interrupt of every point, and a race in ipykernel's
     shutdown sometimes logs a zmq traceback; none of it is the point's result (that is in the executed copy
     and the record), so it goes to the point's folder instead of the sweep's terminal.
+
+    `on_launch` is called with the kernel's process id once it runs (`cpu_meter.ProcessTreeCPU.watch`).
     """
     from jupyter_client.manager import AsyncKernelManager
 
@@ -53,6 +55,8 @@ def kernel_manager_logging_to(log: Path, threads: int | None = None, cwd: str | 
                 kw.setdefault("stdout", out)
                 kw.setdefault("stderr", out)
                 await super()._async_launch_kernel(kernel_cmd, **kw)
+            if on_launch is not None and getattr(self.provisioner, "pid", None) is not None:
+                on_launch(int(self.provisioner.pid))
 
     return PointKernelManager
 

@@ -29,6 +29,7 @@ from .backends.dask_cluster import run_dask, worker_address
 from .backends.leases import lease
 from .backends.local import run_local
 from .backends.task import Task
+from .cpu_meter import ProcessTreeCPU
 from .execute import ROOT, error_line, kernel_manager_logging_to
 
 
@@ -74,29 +75,33 @@ def run_notebook(src: Path, build: Path, out_dir: Path, quick: bool, extra: dict
         if progress is None:
             progress = sys.stderr.isatty()
         bar = {"desc": f"  {src.stem}", "leave": False, "file": sys.stderr, "dynamic_ncols": True} if progress else False
-        pm.execute_notebook(str(ipynb), str(ex_dir / f"{src.stem}.ipynb"), parameters=params,
-                            kernel_name="python3", progress_bar=bar,
-                            kernel_manager_class=kernel_manager_logging_to(ex_dir / f"{src.stem}.kernel.log", threads,
-                                                                           cwd=ROOT, cells_to=cells_to))
+        with ProcessTreeCPU() as cpu:
+            manager = kernel_manager_logging_to(ex_dir / f"{src.stem}.kernel.log", threads, cwd=ROOT,
+                                                cells_to=cells_to, on_launch=cpu.watch)
+            pm.execute_notebook(str(ipynb), str(ex_dir / f"{src.stem}.ipynb"), parameters=params,
+                                kernel_name="python3", progress_bar=bar, kernel_manager_class=manager)
         seconds = time.perf_counter() - started
-        done_marker.write_text(json.dumps({"params": params, "seconds": seconds, "where": where}))
+        done_marker.write_text(json.dumps({"params": params, "seconds": seconds, "cpu_seconds": cpu.seconds,
+                                           "where": where}))
     if html_dir is not None:
         write_html(ex_dir / f"{src.stem}.ipynb", html_dir)
     return {"notebook": src.stem, "status": "ran", "seconds": round(seconds, 1), "execution_seconds": round(seconds, 1),
-            "where": where}
+            "cpu_seconds": round(cpu.seconds, 1), "where": where}
 
 
 def _cached(src: Path, done_marker: Path, ex_dir: Path, html_dir: Path | None) -> dict:
     """The record of a notebook that already ran with these source and parameters (its outputs are in out_dir)."""
-    try:  # the wall time and place of the execution whose outputs are in out_dir
+    cpu_s = None
+    try:  # the wall time, CPU time and place of the execution whose outputs are in out_dir
         marker = json.loads(done_marker.read_text())
         ran_s, where = float(marker.get("seconds", 0.0)), str(marker.get("where", "local"))
+        cpu_s = None if marker.get("cpu_seconds") is None else round(float(marker["cpu_seconds"]), 1)
     except (OSError, ValueError, AttributeError, TypeError):
         ran_s, where = 0.0, "local"
     if html_dir is not None and not (html_dir / f"{src.stem}.html").exists():
         write_html(ex_dir / f"{src.stem}.ipynb", html_dir)
     return {"notebook": src.stem, "status": "cached", "seconds": 0.0, "execution_seconds": round(ran_s, 1),
-            "where": where}
+            "cpu_seconds": cpu_s, "where": where}
 
 
 def run_notebook_on_worker(src: Path, build: Path, out_dir: Path, quick: bool, force: bool,
@@ -158,7 +163,9 @@ def _merged_log(path: Path, quick: bool, seconds: float, log: list[dict]) -> dic
     kept = [dict(r, status="earlier call") for r in earlier if r["notebook"] not in now]
     records = sorted(kept + log, key=lambda r: r["notebook"])
     full = sum(float(r.get("execution_seconds", r.get("seconds", 0.0))) for r in records)
+    cpu = [r.get("cpu_seconds") for r in records]
     return {"quick": bool(quick), "seconds": round(seconds, 1), "execution_seconds": round(full, 1),
+            "cpu_seconds": None if any(c is None for c in cpu) else round(sum(float(c) for c in cpu), 1),
             "notebooks": records}
 
 
@@ -248,7 +255,8 @@ def reproduce(args: argparse.Namespace) -> int:
     if scheduler is not None:
         merged["scheduler"] = scheduler
     for rec in log:
-        print(f"{rec['notebook']:40s} {rec['status']:7s} {rec['seconds']:8.1f} s  {rec.get('where', 'local')}")
+        cpu = "" if rec.get("cpu_seconds") is None else f" ({float(rec['cpu_seconds']):.0f} s of CPU)"
+        print(f"{rec['notebook']:40s} {rec['status']:7s} {rec['seconds']:8.1f} s{cpu}  {rec.get('where', 'local')}")
     print(f"done in {total:.0f} s; figures and data in {out_dir}/"
           + ("" if html_dir is None else f", the executed notebooks as HTML in {html_dir}/"))
     try:  # the claims report must never fail a reproduction whose notebooks ran

@@ -188,20 +188,27 @@ def test_write_report_reads_log_and_full_mode(tmp_path):
 
 
 def test_report_has_a_timing_table(tmp_path):
-    """Each notebook's wall time, where it ran and whether this call ran it; older logs without `where` ran here."""
+    """Each notebook's wall time, CPU time, where it ran and whether this call ran it; older logs without `where`
+    ran here, and without `cpu_seconds` leave the CPU time (and its total) unknown."""
     log = {"quick": True, "seconds": 9, "scheduler": "tcp://127.0.0.1:8786", "notebooks": [
-        {"notebook": "01_b", "status": "ran", "seconds": 4.0, "execution_seconds": 4.0, "where": "tcp://10.0.0.2:4000"},
-        {"notebook": "00_a", "status": "cached", "seconds": 0.0, "execution_seconds": 2.5, "where": "local"},
+        {"notebook": "01_b", "status": "ran", "seconds": 4.0, "execution_seconds": 4.0, "cpu_seconds": 7.25,
+         "where": "tcp://10.0.0.2:4000"},
+        {"notebook": "00_a", "status": "cached", "seconds": 0.0, "execution_seconds": 2.5, "cpu_seconds": 2.0,
+         "where": "local"},
         {"notebook": "02_c", "status": "earlier call", "seconds": 1.0}]}
     (tmp_path / "reproduce_log.json").write_text(json.dumps(log))
     text = claims.write_report(tmp_path, quick=True).read_text()
     table = text[text.index("## How long each notebook took"):].splitlines()
     assert "Dask cluster at `tcp://127.0.0.1:8786`" in table[2]
     rows = [ln for ln in table if ln.startswith("| ") and not ln.startswith("| notebook")]
-    assert rows == ["| 00_a | 2.5 | local | already ran (same source and parameters) |",
-                    "| 01_b | 4.0 | tcp://10.0.0.2:4000 | ran in this call |",
-                    "| 02_c | 1.0 | local | ran in an earlier call |",
-                    "| all | 7.5 | | 3 notebooks |"]
+    assert rows == ["| 00_a | 2.5 | 2.0 | local | already ran (same source and parameters) |",
+                    "| 01_b | 4.0 | 7.2 | tcp://10.0.0.2:4000 | ran in this call |",
+                    "| 02_c | 1.0 |  | local | ran in an earlier call |",
+                    "| all | 7.5 |  | | 3 notebooks |"]
+    log["notebooks"].pop()
+    (tmp_path / "reproduce_log.json").write_text(json.dumps(log))
+    text = claims.write_report(tmp_path, quick=True).read_text()
+    assert "| all | 6.5 | 9.2 | | 2 notebooks |" in text.splitlines()
     (tmp_path / "reproduce_log.json").write_text("[1, 2]")
     assert "How long" not in claims.write_report(tmp_path, quick=True).read_text()
 

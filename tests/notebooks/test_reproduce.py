@@ -39,11 +39,24 @@ def _write(folder: Path, name: str, body: str = "") -> None:
     (folder / f"{name}.py").write_text(NOTEBOOK.format(name=name, body=body))
 
 
+BURN = """
+import time
+from joblib import Parallel, delayed
+
+def burn(seconds):  # CPU time, whatever else runs on the machine
+    t = time.process_time()
+    while time.process_time() - t < seconds:
+        pass
+
+Parallel(n_jobs=2)(delayed(burn)(1.5) for _ in range(2))
+"""
+
+
 def test_two_notebooks_at_once(tmp_path):
     nbs = tmp_path / "nbs"
     nbs.mkdir()
     for name in ("01_a", "02_b", "03_c"):
-        _write(nbs, name)
+        _write(nbs, name, body=BURN if name == "01_a" else "")
     # a relative --out: papermill's change of the process's folder must not send the log and report elsewhere
     cmd = [sys.executable, "-m", "spotlab", "reproduce", "--notebooks", str(nbs), "--out", "out",
            "--build", str(tmp_path / "build"), "--quick", "--jobs", "2", "--no-html", "--no-progress"]
@@ -54,6 +67,10 @@ def test_two_notebooks_at_once(tmp_path):
     assert {p.read_text() for p in (tmp_path / "out").glob("*.cwd")} == {str(ROOT)}  # kernels run in the root
     log = json.loads((tmp_path / "out" / "reproduce_log.json").read_text())
     assert [r["notebook"] for r in log["notebooks"]] == ["01_a", "02_b", "03_c"]
+    # the CPU time of a kernel and its joblib workers: 01_a's two workers burnt 1.5 s each
+    cpu = {r["notebook"]: r["cpu_seconds"] for r in log["notebooks"]}
+    assert cpu["01_a"] - cpu["02_b"] >= 2.5 and cpu["02_b"] > 0, cpu
+    assert log["cpu_seconds"] == pytest.approx(sum(cpu.values()), abs=0.2)
     # side by side, each kernel's thread pools get its share of the cores (a variable set by the user stays)
     share = os.environ.get("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // 2)))
     assert {p.read_text() for p in (tmp_path / "out").glob("*.threads")} == {share}
