@@ -61,6 +61,9 @@ def solve_model(m: pe.ConcreteModel, solver: str = "glpk", time_limit: float = 6
         opt.config.load_solution, opt.config.stream_solver = False, tee
         try:
             res = opt.solve(m)
+            if res.termination_condition.name == "infeasible":  # presolve has called feasible problems infeasible
+                opt.highs_options = {**opt.highs_options, "presolve": "off"}  # (as `solvers.highs`): ask again
+                res = opt.solve(m)
         except Exception as exc:  # APPSI raises on malformed models
             raise SolverError(f"HiGHS could not solve the model: {exc}") from None
         status = res.termination_condition.name
