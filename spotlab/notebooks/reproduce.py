@@ -257,7 +257,9 @@ def reproduce(args: argparse.Namespace) -> int:
     for rec in log:
         cpu = "" if rec.get("cpu_seconds") is None else f" ({float(rec['cpu_seconds']):.0f} s of CPU)"
         print(f"{rec['notebook']:40s} {rec['status']:7s} {rec['seconds']:8.1f} s{cpu}  {rec.get('where', 'local')}")
-    print(f"done in {total:.0f} s; figures and data in {out_dir}/"
+    cpu = [float(r["cpu_seconds"]) for r in log if r.get("status") == "ran" and r.get("cpu_seconds") is not None]
+    print(f"done in {total:.0f} s" + (f" ({sum(cpu):.0f} s of CPU in the notebooks run)" if cpu else "")
+          + f"; figures and data in {out_dir}/"
           + ("" if html_dir is None else f", the executed notebooks as HTML in {html_dir}/"))
     try:  # the claims report must never fail a reproduction whose notebooks ran
         from .claims import write_report

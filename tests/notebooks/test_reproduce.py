@@ -71,6 +71,7 @@ def test_two_notebooks_at_once(tmp_path):
     cpu = {r["notebook"]: r["cpu_seconds"] for r in log["notebooks"]}
     assert cpu["01_a"] - cpu["02_b"] >= 2.5 and cpu["02_b"] > 0, cpu
     assert log["cpu_seconds"] == pytest.approx(sum(cpu.values()), abs=0.2)
+    assert "s of CPU in the notebooks run); figures and data in out/" in run.stdout
     # side by side, each kernel's thread pools get its share of the cores (a variable set by the user stays)
     share = os.environ.get("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // 2)))
     assert {p.read_text() for p in (tmp_path / "out").glob("*.threads")} == {share}
