@@ -253,7 +253,8 @@ def _select_from_members(setup: Setup, method: Method, known: Mapping[str, pd.Da
     chosen member, which is what replaying the member's actions under the same safety net gives (a test
     compares the two)."""
     from ..policies.registry import make_policy
-    from ..policies.select import replay_members, settled_slots, warmup_episodes
+    from ..policies.select import settled_slots
+    from ..policies.select_from_members import warmup_utilities
     from ..policies.semantics import Semantics
     from ..simulation.slots import horizon_slots
 
@@ -269,10 +270,7 @@ def _select_from_members(setup: Setup, method: Method, known: Mapping[str, pd.Da
             rows = su.run_methods({"member": (name, params)}, ep, job, sem, seed=seed, n_jobs=1, progress=False)
         frames.append(rows.sort_values("job").reset_index(drop=True))
     U = np.stack([f["utility"].to_numpy(dtype=float) for f in frames], axis=1)
-    warm_ep = warmup_episodes(ep, horizon) if sel.warmup else None
-    warm = None if warm_ep is None else np.stack(
-        [r[2] for r in replay_members(members, [warm_ep], job, sem.settings, seed, sem.safety_net, sem.give_up)],
-        axis=1)
+    warm, = warmup_utilities(sel, [ep], job, sem.settings, seed, sem.safety_net, sem.give_up)
     settled = np.stack([settled_slots(f["completion_h"].to_numpy(dtype=float), ep.slot_hours, horizon)
                         for f in frames], axis=1)
     chosen = sel.choose(U, warm, ep, job, horizon, seed, settled).chosen

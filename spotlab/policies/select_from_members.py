@@ -83,9 +83,11 @@ def warmup_utilities(select: Select, sets: Sequence[Episodes], job: Job, setting
     none (or `select` does not warm up): what `Select.reset` replays, for every set at once.
 
     The warm-up windows of all sets that a simulation would run with the same slot length and horizon are
-    stacked (`episodes.concat`) and each member is replayed once on the stack: a member's run of a window does
-    not depend on the windows simulated beside it, and the simulation's cost per slot (A1's above all) is then
-    paid once, not once per set."""
+    stacked (`episodes.concat`) and each member is replayed once on the stack, so the simulation's cost per slot
+    (A1's above all) is paid once, not once per set. Each set's utilities are its own replay's when a member's run
+    of a window does not depend on the window's place in the simulation: true of every member but one whose
+    draws are seeded by that place (CHC's oracle with an error, `sigma` > 0), which draws other, equally likely
+    errors stacked, as in the leaderboard's lockstep cells."""
     members = select.members()
     out: list[np.ndarray | None] = [None] * len(sets)
     if not select.warmup:
