@@ -46,7 +46,7 @@ def lag_stats(y: np.ndarray, lags: np.ndarray, min_pairs: int = 24) -> tuple[np.
         cx = np.concatenate([start, np.cumsum(rows, axis=1)], axis=1)
         cxx = np.concatenate([start, np.cumsum(rows * rows, axis=1)], axis=1)
         sx, sxx, sy = cx[:, pairs], cxx[:, pairs], cx[:, n:n + 1] - cx[:, h]
-        sxy = np.array([np.correlate(row, row, mode="full")[n - 1 + h] for row in rows])
+        sxy = lag_products(rows, h)
         c = np.maximum(pairs, 1).astype(float)
         var = sxx / c - (sx / c) ** 2
         cov = sxy / c - sx * sy / c ** 2
@@ -54,6 +54,36 @@ def lag_stats(y: np.ndarray, lags: np.ndarray, min_pairs: int = 24) -> tuple[np.
         beta = np.where(use, np.clip(cov / np.where(use, var, 1.0), 0.0, 1.0), 0.0)
         out = beta, np.where(use, sx / c, 0.0), use
     return tuple(o[0] if y.ndim == 1 else o.reshape(y.shape[:-1] + (lags.size,)) for o in out)
+
+
+# whole-number rows whose squares sum to at most this have exact lag products by FFT: every sum is an integer far
+# below 2**53, and the transform's rounding error (about 1e-16 x log2(length) x the sum of squares) far below 0.5
+_EXACT_FFT_SUM = 2.0 ** 30
+# rows at least this long take the FFT (shorter ones: the direct sums are cheaper; both give the same numbers)
+_FFT_FROM = 400
+
+
+def lag_products(rows: np.ndarray, lags: np.ndarray) -> np.ndarray:
+    """Per row of `rows` (G, n) and lag h of `lags` (each in 0..n-1), the sum of rows[e] * rows[e + h].
+
+    Long rows of whole numbers (availability: GPU counts, tiers of them) take one FFT for all rows and lags,
+    rounded to the integers the sums are: the same numbers as summing the products, in any order. Other rows are
+    summed row by row by numpy's correlate, so a row's numbers never depend on the rows beside it.
+    docs/benchmarks.md"""
+    G, n = rows.shape
+    if G and n >= _FFT_FROM and _exact_by_fft(rows):
+        from scipy import fft
+
+        size = fft.next_fast_len(2 * n - 1, real=True)
+        spectrum = fft.rfft(rows, size, axis=1)
+        auto = fft.irfft(spectrum * spectrum.conj(), size, axis=1)
+        return np.rint(auto[:, lags]) + 0.0  # + 0.0: a sum of 0 is +0.0, as summed
+    return np.array([np.correlate(row, row, mode="full")[n - 1 + lags] for row in rows]).reshape(G, lags.size)
+
+
+def _exact_by_fft(rows: np.ndarray) -> bool:
+    """Whether the FFT's lag products of `rows`, rounded, are exactly the summed ones (`_EXACT_FFT_SUM`)."""
+    return np.array_equal(rows, np.rint(rows)) and float(np.max(np.sum(rows * rows, axis=1))) <= _EXACT_FFT_SUM
 
 
 def daily_profile(y: np.ndarray, period: int) -> np.ndarray:

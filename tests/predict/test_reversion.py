@@ -2,7 +2,8 @@
 
 - Known answers: a short dip is forecast to end, a long drought to last; the forecast equals its formula.
 - Property: the forecast lies between the last value and the profile (slopes in [0, 1]) and within the
-  history's range.
+  history's range; the lag products are, to the bit, the sums numpy's correlate makes row by row, whichever way
+  they are computed (long rows of whole numbers by FFT, others summed).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spotlab.predict.registry import make_predictor
-from spotlab.predict.reversion import daily_profile, lag_slopes, lag_stats
+from spotlab.predict.reversion import _FFT_FROM, daily_profile, lag_products, lag_slopes, lag_stats
 
 
 def test_a_short_dip_ends_and_a_long_drought_lasts():
@@ -60,6 +61,30 @@ def test_between_the_last_value_and_the_profile_and_within_the_range(seed, run, 
     slack = np.abs(mean - prof) * beta + 1e-9
     assert np.all((f >= lo - slack) | ~known) and np.all((f <= hi + slack) | ~known)
     assert np.all(f >= y[:origin].min() - 1e-9) and np.all(f <= y[:origin].max() + 1e-9)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(seed=st.integers(0, 2**31 - 1), rows=st.integers(1, 12), kind=st.sampled_from(["0/1", "counts", "signed",
+                                                                                      "fractional", "huge"]))
+def test_lag_products_are_the_summed_products_to_the_bit(seed, rows, kind):
+    """Rows short and long (either side of the FFT's threshold), sparse and dense, of GPU counts, signed whole
+    numbers, fractions and whole numbers too large for the FFT to be exact: every lag's product sum equals
+    numpy's correlate of the row alone, bit for bit (a zero sum included: +0.0)."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 3 * _FFT_FROM))
+    y = (rng.random((rows, n)) < rng.random()).astype(float)
+    if kind == "counts":
+        y *= rng.integers(0, 17, size=y.shape)
+    elif kind == "signed":
+        y *= rng.integers(-8, 9, size=y.shape)
+    elif kind == "fractional":
+        y *= rng.random(y.shape) * 8
+    elif kind == "huge":
+        y *= 2.0 ** 20
+    lags = np.unique(rng.integers(0, n, size=int(rng.integers(1, 60))))
+    got = lag_products(y, lags)
+    want = np.array([np.correlate(row, row, mode="full")[n - 1 + lags] for row in y])
+    assert got.tobytes() == want.tobytes()
 
 
 def test_bad_parameters_are_one_clear_error():
