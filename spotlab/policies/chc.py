@@ -259,7 +259,8 @@ class CHC(OnlinePolicy):
         ep = self.ctx_.episodes
         series = ep.avail[i] if target == "availability" else ep.spot_price[i]
         truth = np.asarray(series[t + 1:t + 1 + k], dtype=float)
-        truth = np.nan_to_num(truth, nan=0.0)
+        if not np.isfinite(truth).all():  # (nan_to_num's own call costs more than the forecast: only where needed)
+            truth = np.nan_to_num(truth, nan=0.0)
         if truth.size < k:  # past the end of the trace: nothing can run there anyway
             truth = np.concatenate([truth, np.full(k - truth.size, truth[-1] if truth.size else 0.0)])
         seed = (self.base_seed_ * 7919 + i * 2 + (target == "price")) % (2**63)
@@ -377,7 +378,7 @@ class CHC(OnlinePolicy):
         ahead = np.arange(first, last) - t  # slots ahead of now (>= w)
         if self._tail_source() == "oracle":
             return [self._oracle_tail(i, t, bounds, ahead, o) for i, o in zip(windows, od)]
-        seen = [float(np.nan_to_num(np.asarray(wa, dtype=float)[-1], nan=0.0)) for wa in window_avail]
+        seen = [_finite(float(np.asarray(wa, dtype=float)[-1])) for wa in window_avail]
         return past_tails(self.job, [self._recent(i, t, "availability") for i in windows],
                           [self._recent(i, t, "price") for i in windows], bounds, ahead, self.w_ - 1, dt,
                           np.array(seen), np.array(od))
@@ -488,3 +489,8 @@ def _normal_quantile(q: float) -> float:
     from scipy.stats import norm
 
     return float(norm.ppf(q))
+
+
+def _finite(x: float) -> float:
+    """`np.nan_to_num(x, nan=0.0)` of one number, without its call where x is finite (every window, every slot)."""
+    return x if math.isfinite(x) else float(np.nan_to_num(x, nan=0.0))
