@@ -69,9 +69,42 @@ METHODS = ("auto", "dp", "milp")
 
 
 def _take_from_end(hours: np.ndarray, amount: float) -> np.ndarray:
-    """`hours` less `amount` in all, taken from the last entries first, none below 0."""
-    used = np.cumsum(hours[::-1])
-    return np.maximum(np.minimum(hours, used[::-1] - amount), 0.0) if amount > 0 else hours
+    """Each row of `hours` (last axis) less `amount` in all, taken from the last entries first, none below 0."""
+    used = np.cumsum(hours[..., ::-1], axis=-1)
+    return np.maximum(np.minimum(hours, used[..., ::-1] - amount), 0.0) if amount > 0 else hours
+
+
+def _rows(values: Sequence, size: int) -> np.ndarray | None:
+    """Per-window arrays of `size` numbers as one (windows, size) array; None unless every one has that shape."""
+    arrays = [np.asarray(v, dtype=float) for v in values]
+    if not all(x.shape == (size,) for x in arrays):
+        return None
+    return np.array(arrays).reshape(len(arrays), size)
+
+
+def _finite_nonnegative(*arrays: np.ndarray) -> bool:
+    return all(bool(np.isfinite(x).all()) and not bool((x < 0).any()) for x in arrays)
+
+
+def _tail_rows(tails: Sequence[TailForecast], size: int) -> tuple[np.ndarray, ...]:
+    """The tails' fields as (windows, size) arrays (hours, spot GPU-hours, spot price, on-demand price, stalled
+    hours, mixed GPU-hours, mixed price; no stalled or mixed hours: 0), checked as `terms` checks a tail."""
+    for tail in tails:
+        if (tail.mixed_gpu_hours is None) != (tail.mixed_price is None):
+            raise SolverError("window problem: the tail's mixed GPU-hours and mixed price come together")
+    zero = np.zeros(size)
+    fields = [[tail.hours for tail in tails], [tail.spot_gpu_hours for tail in tails],
+              [tail.spot_price for tail in tails], [tail.od_price for tail in tails],
+              [zero if tail.stalled_hours is None else tail.stalled_hours for tail in tails],
+              [zero if tail.mixed_gpu_hours is None else tail.mixed_gpu_hours for tail in tails],
+              [zero if tail.mixed_price is None else tail.mixed_price for tail in tails]]
+    rows = [_rows(f, size) for f in fields]
+    if any(r is None for r in rows) or not _finite_nonnegative(*rows):
+        labels = ("hours", "spot GPU-hours", "spot price", "on-demand price", "stalled hours", "mixed GPU-hours",
+                  "mixed price")
+        for k in range(len(tails)):
+            _check_values(tuple((label, f[k]) for label, f in zip(labels, fields)), size, "the tail's ")
+    return tuple(rows)
 
 
 def _check_values(named: tuple, size: int, whose: str) -> None:
@@ -227,97 +260,120 @@ class WindowProblem:
               slots_left: int | None = None, urgency: float = 0.0, must_finish: bool = True,
               net: str = "strict", window_urgency: float = 0.0, reserve_h: float = 0.0) -> WindowTerms:
         """The numbers of the window problem from `state` (see `solve`), checked: what every method solves."""
-        job, T, dt = self.job, self.w, self.slot_hours
-        if not (math.isfinite(reserve_h) and reserve_h >= 0):
-            raise SolverError(f"window problem: the reserve must be a finite number of hours >= 0 (got {reserve_h!r})")
-        a = np.asarray(avail, dtype=float)
-        sp = np.asarray(spot_price, dtype=float)
-        od = np.asarray(od_price, dtype=float)
-        _check_values((("availability", a), ("spot price", sp), ("on-demand price", od)), T, "the ")
-        if not (math.isfinite(state.remaining) and 0 < state.remaining <= job.work * (1 + 1e-9)):
-            raise SolverError(f"window problem: remaining work {state.remaining!r} must be in (0, {job.work}]")
+        return self.terms_many([state], [avail], [spot_price], [od_price], [tail], [slots_left], [urgency],
+                               must_finish, net, [window_urgency], [reserve_h])[0]
+
+    def terms_many(self, states: Sequence[WindowState], avail: Sequence, spot_price: Sequence, od_price: Sequence,
+                   tails: Sequence[TailForecast | None], slots_left: Sequence[int | None], urgency: Sequence[float],
+                   must_finish: bool, net: str, window_urgency: Sequence[float],
+                   reserve_h: Sequence[float]) -> list[WindowTerms]:
+        """`terms` of windows that start at one time (a slot of a lockstep simulation), as rows of arrays: per window
+        (the sequences' entries) its terms, computed elementwise and row by row, so that a window's numbers do not
+        depend on the windows beside it. Why: at a slot CHC re-plans every window, and one window's terms are some
+        hundred numpy calls on arrays of a few numbers. A bad input raises the `SolverError` of the first window
+        that has one."""
+        job, T, dt, B = self.job, self.w, self.slot_hours, self.blocks
+        n = len(states)
+        time_h = float(states[0].time_h)
+        if any(float(st.time_h) != time_h for st in states):
+            raise SolverError("window problem: terms_many takes windows that start at one time")
+        for r in reserve_h:
+            if not (math.isfinite(r) and r >= 0):
+                raise SolverError(f"window problem: the reserve must be a finite number of hours >= 0 (got {r!r})")
+        a, sp, od = (_rows(x, T) for x in (avail, spot_price, od_price))
+        if a is None or sp is None or od is None or not _finite_nonnegative(a, sp, od):
+            for x, y, z in zip(avail, spot_price, od_price):
+                _check_values((("availability", x), ("spot price", y), ("on-demand price", z)), T, "the ")
+        for state in states:
+            if not (math.isfinite(state.remaining) and 0 < state.remaining <= job.work * (1 + 1e-9)):
+                raise SolverError(f"window problem: remaining work {state.remaining!r} must be in (0, {job.work}]")
         if net not in ("strict", "cbl", "off"):
             raise SolverError(f"window problem: net must be 'strict', 'cbl' or 'off' (got {net!r})")
-        running = state.prev_o + state.prev_s > 0
-        left = T if slots_left is None else max(0, min(T, int(slots_left)))
-        can_run = (np.arange(T) < left).astype(float)
+        left = np.array([T if sl is None else max(0, min(T, int(sl))) for sl in slots_left], dtype=np.int64)
+        can_run = (np.arange(T)[None, :] < left[:, None]).astype(float)
 
         # the tail
-        B = self.blocks
-        bounds = self.tail_for(state)
+        bounds = self.tail_for(states[0])
         ends_tail = np.full(B, bounds[-1])
-        lengths = np.zeros(B)
-        gs_hi, c_gs, c_go, gm_hi, c_gm = np.zeros(B), np.zeros(B), np.zeros(B), np.zeros(B), np.zeros(B)
+        lengths = np.zeros((n, B))
+        gs_hi, c_gs, c_go, gm_hi, c_gm = (np.zeros((n, B)) for _ in range(5))
         n_used = bounds.size - 1
+        forecast_tail = np.zeros(n, dtype=bool)
         if B:
-            lengths[:n_used] = np.diff(bounds)
+            lengths[:, :n_used] = np.diff(bounds)
             ends_tail[:n_used] = bounds[1:]
-            if tail is None or n_used == 0:
-                lengths[:] = 0.0
-            else:
-                stalled = np.zeros(n_used) if tail.stalled_hours is None else tail.stalled_hours
-                if (tail.mixed_gpu_hours is None) != (tail.mixed_price is None):
-                    raise SolverError("window problem: the tail's mixed GPU-hours and mixed price come together")
-                mixed = np.zeros(n_used) if tail.mixed_gpu_hours is None else tail.mixed_gpu_hours
-                mixed_price = np.zeros(n_used) if tail.mixed_price is None else tail.mixed_price
-                _check_values((("hours", tail.hours), ("spot GPU-hours", tail.spot_gpu_hours),
-                               ("spot price", tail.spot_price), ("on-demand price", tail.od_price),
-                               ("stalled hours", stalled), ("mixed GPU-hours", mixed), ("mixed price", mixed_price)),
-                              n_used, "the tail's ")
+            some = [i for i, tail in enumerate(tails) if tail is not None and n_used > 0]
+            lengths[np.setdiff1d(np.arange(n), some)] = 0.0
+            if some:
+                got = _tail_rows([tails[i] for i in some], n_used)
+                hours, spot_gpu_hours, spot_price_t, od_price_t, stalled, mixed, mixed_price = got
                 # the hours left to work in: a restart stalls the whole job (the block still ends where it ends),
                 # and the net's margin before the hard deadline is not the plan's to spend
-                lengths[:n_used] = np.maximum(lengths[:n_used] - np.asarray(stalled, dtype=float), 0.0)
-                lengths[:n_used] = _take_from_end(lengths[:n_used], self.net_margin(net))
-                gs_hi[:n_used] = np.minimum(np.asarray(tail.spot_gpu_hours, float), job.n_max * lengths[:n_used])
-                c_gs[:n_used] = tail.spot_price
-                c_go[:n_used] = tail.od_price
-                gm_hi[:n_used] = np.minimum(np.asarray(mixed, float), job.n_max * lengths[:n_used])
-                c_gm[:n_used] = mixed_price
+                length = np.maximum(lengths[some, :n_used] - stalled, 0.0)
+                length = _take_from_end(length, self.net_margin(net))
+                lengths[some, :n_used] = length
+                gs_hi[some, :n_used] = np.minimum(spot_gpu_hours, job.n_max * length)
+                c_gs[some, :n_used] = spot_price_t
+                c_go[some, :n_used] = od_price_t
+                gm_hi[some, :n_used] = np.minimum(mixed, job.n_max * length)
+                c_gm[some, :n_used] = mixed_price
+                forecast_tail[some] = [bool(tails[i].forecast) for i in some]
 
         # the safety net's limits in slots 0..T-1 (none where nothing can run)
-        starts = state.time_h + np.arange(T) * dt
+        starts = time_h + np.arange(T) * dt
         after = np.floor((job.hard_deadline_h - starts) / dt + 1e-7) - 1
         lim = job.max_rate * ((after - (net == "cbl")) * dt - job.overhead_h)
-        lim = np.where((np.arange(T) < left) & (net != "off"), lim, 2.0 * job.work + 1.0)
+        lim = np.where((np.arange(T)[None, :] < left[:, None]) & (net != "off"), lim[None, :], 2.0 * job.work + 1.0)
 
         # timing bias: spot is taken earlier (it may vanish) and on-demand bought later (the price is known, and
         # waiting keeps the chance of spot); slot 0's multipliers are 1 -/+ urgency, the tail's 1. While the plan
         # leans on a tail (a historical expectation, not a forecast) the bias is `urgency`; with the window
         # reaching the end of the job it is `window_urgency` (0 when the window's slots are known: nothing to
         # hedge, and the plan is the exact optimum)
-        bias = float(urgency) if float(lengths.sum()) > 0 else float(window_urgency)
-        early = bias * (T - np.arange(T)) / T
+        bias = np.where((lengths > 0).any(axis=1), np.asarray(urgency, dtype=float),
+                        np.asarray(window_urgency, dtype=float))
+        early = bias[:, None] * (T - np.arange(T))[None, :] / T
         # ... except that after a tail that is a forecast of its own slots (the oracle's) on-demand is bought
         # earlier: waiting keeps no chance the forecast does not already show, and on-demand hours deferred to the
         # fluid tail land between its spot spells, where each switch costs a restart the tail does not model
-        forecast_tail = tail is not None and n_used > 0 and bool(tail.forecast)
-        od_early = -early if forecast_tail else early
+        od_early = np.where(forecast_tail[:, None], -early, early)
         # the unused end of the finishing slot: its GPUs' price refunded, its value earned earlier where V
         # is linear over the slot (after d, before gamma*d); elsewhere V at the slot's end (a lower bound)
         # (read `reserve_h` later: a plan that expects to lose that much time it cannot place finishes earlier)
-        ends = np.concatenate([state.time_h + (np.arange(T) + 1) * dt, ends_tail]) + float(reserve_h)
-        lo_c, hi_c = ends[:T] - dt, ends[:T]
+        ends = np.concatenate([time_h + (np.arange(T) + 1) * dt, ends_tail])[None, :] \
+            + np.asarray(reserve_h, dtype=float)[:, None]
+        lo_c, hi_c = ends[:, :T] - dt, ends[:, :T]
         d, hd = job.deadline_h, job.hard_deadline_h
         linear = (lo_c >= d - 1e-9) & (hi_c <= hd + 1e-9) & (hd > d + 1e-9)
         # a job that need not finish, inside a net, stops only where the net would take it over, in the window; the
         # tail, an expectation, does not decide to stop, unless it is a forecast (`TailForecast.forecast`) or no
         # price the plan sees could make finishing pay
         may_stop = not must_finish and net != "off"
-        finish = must_finish or (may_stop and not forecast_tail and not self._hopeless(
-            state.remaining, np.concatenate([sp[a >= 1], od, c_gs[:n_used][gs_hi[:n_used] > 0],
-                                             c_gm[:n_used][gm_hi[:n_used] > 0]])))
-        return WindowTerms(
-            remaining=float(state.remaining), prev_o=int(state.prev_o), prev_s=int(state.prev_s), running=running,
-            pending_h=state.pending_h if running else 0.0, left=left, slot_hours=dt,
-            s_hi=np.floor(np.minimum(a, job.n_max) + 1e-9) * can_run, o_hi=np.full(T, float(job.n_max)) * can_run,
-            od_cost=od * dt * (1.0 + od_early), sp_cost=sp * dt * (1.0 - early), od_refund=od * dt, sp_refund=sp * dt,
-            constant_od=bool(np.all(od == od[0])), lim=lim, value_end=job.value_at(ends),
-            value_unused=np.where(linear, job.value * dt / max(hd - d, 1e-12), 0.0),
-            unfinished=-job.miss_penalty - (self.finish_penalty(od) if finish else 0.0),
-            may_stop=may_stop, stop_value=-float(job.miss_penalty),
-            shortfall_price=self.shortfall_price(np.concatenate([od, c_go[:n_used]])) if finish else 0.0,
-            tail_hours=lengths, tail_spot_gpu_hours=gs_hi, tail_spot_price=c_gs, tail_od_price=c_go,
-            tail_mixed_gpu_hours=gm_hi, tail_mixed_price=c_gm)
+        s_hi = np.floor(np.minimum(a, job.n_max) + 1e-9) * can_run
+        o_hi = np.full((n, T), float(job.n_max)) * can_run
+        od_cost, sp_cost = od * dt * (1.0 + od_early), sp * dt * (1.0 - early)
+        od_refund, sp_refund = od * dt, sp * dt
+        constant_od = np.all(od == od[:, :1], axis=1)
+        value_end = job.value_at(ends)
+        value_unused = np.where(linear, job.value * dt / max(hd - d, 1e-12), 0.0)
+        out = []
+        for i, state in enumerate(states):
+            finish = must_finish or (may_stop and not forecast_tail[i] and not self._hopeless(
+                state.remaining, np.concatenate([sp[i][a[i] >= 1], od[i], c_gs[i, :n_used][gs_hi[i, :n_used] > 0],
+                                                 c_gm[i, :n_used][gm_hi[i, :n_used] > 0]])))
+            running = state.prev_o + state.prev_s > 0
+            out.append(WindowTerms(
+                remaining=float(state.remaining), prev_o=int(state.prev_o), prev_s=int(state.prev_s), running=running,
+                pending_h=state.pending_h if running else 0.0, left=int(left[i]), slot_hours=dt,
+                s_hi=s_hi[i], o_hi=o_hi[i], od_cost=od_cost[i], sp_cost=sp_cost[i], od_refund=od_refund[i],
+                sp_refund=sp_refund[i], constant_od=bool(constant_od[i]), lim=lim[i], value_end=value_end[i],
+                value_unused=value_unused[i],
+                unfinished=-job.miss_penalty - (self.finish_penalty(od[i]) if finish else 0.0),
+                may_stop=may_stop, stop_value=-float(job.miss_penalty),
+                shortfall_price=self.shortfall_price(np.concatenate([od[i], c_go[i, :n_used]])) if finish else 0.0,
+                tail_hours=lengths[i], tail_spot_gpu_hours=gs_hi[i], tail_spot_price=c_gs[i], tail_od_price=c_go[i],
+                tail_mixed_gpu_hours=gm_hi[i], tail_mixed_price=c_gm[i]))
+        return out
 
     def solve(self, state: WindowState, avail, spot_price, od_price, tail: TailForecast | None = None,
               slots_left: int | None = None, solver: str = "highs", time_limit: float = 10.0,
@@ -436,14 +492,15 @@ class WindowProblem:
         if solver not in BACKENDS:
             raise SolverError(f"unknown solver {solver!r}; use one of {', '.join(BACKENDS)}")
         time_limit, mip_gap = float(common.get("time_limit", 10.0)), float(common.get("mip_gap", 1e-3))
-        term_keys = ("slots_left", "urgency", "must_finish", "net", "window_urgency", "reserve_h")
         out: list = [None] * len(problems)
         batch: list[tuple[int, WindowState, WindowTerms]] = []
-        for j, problem in enumerate(problems):
-            args = {**common, **problem}
+        every = [{**common, **problem} for problem in problems]
+        made = self._terms_of(every)
+        for j, args in enumerate(every):
             try:
-                terms = self.terms(args["state"], args["avail"], args["spot_price"], args["od_price"],
-                                   args.get("tail"), **{k: args[k] for k in term_keys if k in args})
+                terms = made[j]
+                if isinstance(terms, SolverError):
+                    raise terms
                 biased = float(args.get("reserve_h", 0.0)) > 0 or not (
                     np.array_equal(terms.od_cost, terms.od_refund) and np.array_equal(terms.sp_cost, terms.sp_refund))
                 if method == "milp" or not dp_applies(self.job) or (terms.may_stop and biased):
@@ -473,6 +530,38 @@ class WindowProblem:
                 out[j] = exc
             else:  # its seconds: its share of the batch, and its MILP's
                 out[j] = None if plan is None else replace(plan, seconds=share + time.perf_counter() - t0)
+        return out
+
+    def _terms_of(self, problems: Sequence[Mapping[str, Any]]) -> list[WindowTerms | SolverError]:
+        """Each problem's `terms` (or the `SolverError` they raise): those that start at one time, under one net and
+        finishing rule, made together (`terms_many`); a group with a bad input, window by window."""
+        groups: dict[tuple, list[int]] = {}
+        for j, args in enumerate(problems):
+            groups.setdefault((float(args["state"].time_h), args.get("net", "strict"),
+                               bool(args.get("must_finish", True))), []).append(j)
+        out: list = [None] * len(problems)
+        for (_, net, must_finish), idx in groups.items():
+            rows = [problems[j] for j in idx]
+            try:
+                got = self.terms_many([p["state"] for p in rows], [p["avail"] for p in rows],
+                                      [p["spot_price"] for p in rows], [p["od_price"] for p in rows],
+                                      [p.get("tail") for p in rows], [p.get("slots_left") for p in rows],
+                                      [float(p.get("urgency", 0.0)) for p in rows], must_finish, net,
+                                      [float(p.get("window_urgency", 0.0)) for p in rows],
+                                      [float(p.get("reserve_h", 0.0)) for p in rows])
+            except SolverError:  # whose: each window alone
+                got = []
+                for p in rows:
+                    try:
+                        got.append(self.terms_many([p["state"]], [p["avail"]], [p["spot_price"]], [p["od_price"]],
+                                                   [p.get("tail")], [p.get("slots_left")],
+                                                   [float(p.get("urgency", 0.0))], must_finish, net,
+                                                   [float(p.get("window_urgency", 0.0))],
+                                                   [float(p.get("reserve_h", 0.0))])[0])
+                    except SolverError as exc:
+                        got.append(exc)
+            for j, terms in zip(idx, got):
+                out[j] = terms
         return out
 
     def _solve_milp(self, state: WindowState, terms: WindowTerms, solver: str, time_limit: float,
