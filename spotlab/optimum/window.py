@@ -83,7 +83,8 @@ def _rows(values: Sequence, size: int) -> np.ndarray | None:
 
 
 def _finite_nonnegative(*arrays: np.ndarray) -> bool:
-    return all(bool(np.isfinite(x).all()) and not bool((x < 0).any()) for x in arrays)
+    every = np.concatenate([x.ravel() for x in arrays])
+    return bool(np.isfinite(every).all()) and not bool((every < 0).any())
 
 
 def _tail_rows(tails: Sequence[TailForecast], size: int) -> tuple[np.ndarray, ...]:
@@ -303,7 +304,9 @@ class WindowProblem:
             lengths[:, :n_used] = np.diff(bounds)
             ends_tail[:n_used] = bounds[1:]
             some = [i for i, tail in enumerate(tails) if tail is not None and n_used > 0]
-            lengths[np.setdiff1d(np.arange(n), some)] = 0.0
+            without = np.ones(n, dtype=bool)
+            without[some] = False
+            lengths[without] = 0.0
             if some:
                 got = _tail_rows([tails[i] for i in some], n_used)
                 hours, spot_gpu_hours, spot_price_t, od_price_t, stalled, mixed, mixed_price = got
