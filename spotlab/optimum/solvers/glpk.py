@@ -9,7 +9,6 @@ GLPK library directly: `SolverFactory("swiglpk").solve(model, timelimit=10, mip_
 from __future__ import annotations
 
 import ctypes
-import math
 import time
 
 import numpy as np
@@ -24,16 +23,13 @@ except ImportError:  # pragma: no cover - a hard dependency
     glp = None
 
 
-def _glpk_bounds(lo: float, hi: float):
-    if math.isinf(lo) and math.isinf(hi):
-        return glp.GLP_FR, 0.0, 0.0
-    if math.isinf(hi):
-        return glp.GLP_LO, lo, 0.0
-    if math.isinf(lo):
-        return glp.GLP_UP, 0.0, hi
-    if lo == hi:
-        return glp.GLP_FX, lo, hi
-    return glp.GLP_DB, lo, hi
+def _glpk_bounds(lo: np.ndarray, hi: np.ndarray) -> tuple[list, list, list]:
+    """GLPK's bound kind and its two values for each (lo, hi): free, lower, upper, fixed or double bounded (as
+    lists: the wrapper takes Python numbers, one call per column or row)."""
+    free_lo, free_hi = np.isinf(lo), np.isinf(hi)
+    kind = np.select([free_lo & free_hi, free_hi, free_lo, lo == hi],
+                     [glp.GLP_FR, glp.GLP_LO, glp.GLP_UP, glp.GLP_FX], glp.GLP_DB)
+    return kind.tolist(), np.where(free_lo, 0.0, lo).tolist(), np.where(free_hi, 0.0, hi).tolist()
 
 
 def _fill(array, values: np.ndarray) -> None:
@@ -63,18 +59,19 @@ def solve_glpk(form: StandardForm, time_limit: float, mip_gap: float, tee: bool 
         glp.glp_add_cols(lp, n)
         lo = np.where(form.is_int, np.ceil(form.col_lo - 1e-9), form.col_lo)
         hi = np.where(form.is_int, np.floor(form.col_hi + 1e-9), form.col_hi)
-        for j in range(n):
-            kind, a, b = _glpk_bounds(float(lo[j]), float(hi[j]))
-            glp.glp_set_col_bnds(lp, j + 1, kind, a, b)
-            if form.is_int[j]:
-                glp.glp_set_col_kind(lp, j + 1, glp.GLP_IV)
-            glp.glp_set_obj_coef(lp, j + 1, float(form.c[j]))
+        for j, (kind, a, b) in enumerate(zip(*_glpk_bounds(lo.astype(float), hi.astype(float))), start=1):
+            glp.glp_set_col_bnds(lp, j, kind, a, b)
+        for j in (np.flatnonzero(form.is_int) + 1).tolist():  # (columns are continuous unless told)
+            glp.glp_set_col_kind(lp, j, glp.GLP_IV)
+        c = np.asarray(form.c, dtype=float)
+        for j in np.flatnonzero((c != 0) | np.signbit(c)).tolist():  # (coefficients are +0 unless set)
+            glp.glp_set_obj_coef(lp, j + 1, float(c[j]))
         glp.glp_set_obj_coef(lp, 0, float(form.c0))
         if m:
             glp.glp_add_rows(lp, m)
-            for i in range(m):
-                kind, a, b = _glpk_bounds(float(form.row_lo[i]), float(form.row_hi[i]))
-                glp.glp_set_row_bnds(lp, i + 1, kind, a, b)
+            rows = _glpk_bounds(np.asarray(form.row_lo, dtype=float), np.asarray(form.row_hi, dtype=float))
+            for i, (kind, a, b) in enumerate(zip(*rows), start=1):
+                glp.glp_set_row_bnds(lp, i, kind, a, b)
             nnz = A.nnz
             ia, ja, ar = glp.intArray(nnz + 1), glp.intArray(nnz + 1), glp.doubleArray(nnz + 1)
             # GLPK's arrays are 1-based: entry 0 is unused
