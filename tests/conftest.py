@@ -1,11 +1,21 @@
-"""Shared fixtures: the real data folder (tests that need it skip cleanly without it)."""
+"""Shared fixtures: the real data folder (tests that need it skip cleanly without it); Hypothesis' profile."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
+from hypothesis import settings
 
 from spotlab.errors import DataNotFoundError
+
+
+# The property tests draw the same examples every run ("repeatable": a run that passed passes again, and a failure
+# is reproduced by the same command); HYPOTHESIS_PROFILE=explore draws new ones each run, to hunt for counterexamples
+settings.register_profile("repeatable", derandomize=True)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
 
 
 def _path(rel: str):
