@@ -124,36 +124,31 @@ class _Kinds:
         self.stacked = stacked
         B, K, P = len(terms), dp.alloc.size, pend.size
         S = 1 + K * P
-        R = _col([tm.remaining for tm in terms], 4)  # (B, 1, 1, 1)
-        q = _col([g.q for g in grids], 4)
-        rep = np.stack([np.stack([g.guide[:m], g.high[:m]]) for g in grids])[:, :, :, None]  # (B, 2, m, 1)
-        rate = dp.alloc.rate[None, None, None, :]
+        # every array allocation-major, (K, B, 2, m), each allocation's block contiguous: the slot's arithmetic runs
+        # one allocation at a time on long rows (numpy's inner loops along a short last axis are slow)
+        R = _col([tm.remaining for tm in terms], 4)[None, :, :, :, 0]  # (1, B, 1, 1)
+        q = _col([g.q for g in grids], 4)[None, :, :, :, 0]
+        rep = np.stack([np.stack([g.guide[:m], g.high[:m]]) for g in grids])[None]  # (1, B, 2, m)
+        rate = dp.alloc.rate[:, None, None, None]  # (K, 1, 1, 1)
         delta = float(job.overhead_h)
         kinds = [(min(dt, delta), max(0.0, delta - dt))] + [(min(dt, float(p)), max(0.0, float(p) - dt)) for p in pend]
         self.finishes, self.left_after, self.unused, self.index = [], [], [], []
-        offset = (np.arange(B) * (2 * m * S))[:, None, None, None]
+        offset = (np.arange(B) * (2 * m * S))[None, :, None, None]
         for loss, p_next in kinds:
             cap = rate * (dt - loss)
             left = R - (rep + cap)
             finishes = left <= dp.tol
             unused = np.clip((dt - (loss + (R - rep) / rate)) / dt, 0.0, 1.0)
             unused[~finishes] = 0.0
-            shift = np.concatenate([np.rint(cap / q), np.ceil(cap / q)], axis=1).astype(np.int64)  # (B, 2, 1, K)
+            shift = np.concatenate([np.rint(cap / q), np.ceil(cap / q)], axis=2).astype(np.int64)  # (K, B, 2, 1)
             rows = 1 + np.arange(K) * P + int(nearest(pend, np.array([p_next]))[0])
-            level = np.minimum(np.arange(m)[None, None, :, None] + shift, m - 1)
-            index = (np.arange(2)[None, :, None, None] * m + level) * S + rows[None, None, None, :]
-            # allocation-major (K, B, 2, m), each allocation's block contiguous: the slot's arithmetic runs one
-            # allocation at a time on long rows (numpy's inner loops along a short last axis are slow)
-            self.finishes.append(_by_allocation(np.broadcast_to(finishes, index.shape)))
-            self.left_after.append(_by_allocation(np.broadcast_to(left, index.shape)))
-            self.unused.append(_by_allocation(np.broadcast_to(unused, index.shape)))
-            self.index.append(_by_allocation(index + offset))
-        self.idle_left = (R - rep)[:, :, :, 0]  # (B, 2, m)
-
-
-def _by_allocation(x: np.ndarray) -> np.ndarray:
-    """(B, 2, m, K) as a contiguous (K, B, 2, m)."""
-    return np.ascontiguousarray(np.moveaxis(x, -1, 0))
+            level = np.minimum(np.arange(m)[None, None, None, :] + shift, m - 1)
+            index = (np.arange(2)[None, None, :, None] * m + level) * S + rows[:, None, None, None]
+            self.finishes.append(finishes)
+            self.left_after.append(left)
+            self.unused.append(unused)
+            self.index.append(index + offset)
+        self.idle_left = (R - rep)[0]  # (B, 2, m)
 
 
 def _slot(dp: WindowDP, terms: list[WindowTerms], t: int, nxt: np.ndarray, kinds: _Kinds, out: np.ndarray) -> None:
