@@ -41,12 +41,13 @@ def solve_batch(dp: WindowDP, terms: Sequence[WindowTerms], time_limit: float, m
     todo = list(range(len(terms)))
     while todo:
         groups: dict[tuple, list[int]] = {}
+        grids = {i: Grid.over(float(terms[i].remaining), dp.tol, searches[i].levels) for i in todo}
         for i in todo:  # a group pads its windows' bands to the widest: bands within a factor of two
-            levels = searches[i].levels
-            band = dp.band(Grid.over(float(terms[i].remaining), dp.tol, levels))
-            groups.setdefault((levels, pends[i].tobytes(), int(band - 1).bit_length()), []).append(i)
-        for (levels, _, _), idx in groups.items():
-            got = _solve_on_grid(dp, [terms[i] for i in idx], stack, np.array(idx), pends[idx[0]], levels, deadline)
+            band = dp.band(grids[i])
+            groups.setdefault((searches[i].levels, pends[i].tobytes(), int(band - 1).bit_length()), []).append(i)
+        for idx in groups.values():
+            got = _solve_on_grid(dp, [terms[i] for i in idx], [grids[i] for i in idx], stack, np.array(idx),
+                                 pends[idx[0]], deadline)
             for j, i in enumerate(idx):
                 try:
                     searches[i].add(None if got is None else got[j])
@@ -67,13 +68,13 @@ def _col(values: Sequence[float], ndim: int) -> np.ndarray:
     return np.asarray(values, dtype=float).reshape((-1,) + (1,) * (ndim - 1))
 
 
-def _solve_on_grid(dp: WindowDP, terms: list[WindowTerms], stack: TailStack, rows: np.ndarray, pend: np.ndarray,
-                   levels: int, deadline: float) -> list[tuple] | None:
-    """Per window, (the better plan read from its two tables, or None; the bound) on a grid of `levels`, the tables
-    of all computed at once; None when the time ran out. The windows' tail values are rows `rows` of `stack`."""
+def _solve_on_grid(dp: WindowDP, terms: list[WindowTerms], grids: list[Grid], stack: TailStack, rows: np.ndarray,
+                   pend: np.ndarray, deadline: float) -> list[tuple] | None:
+    """Per window, (the better plan read from its two tables, or None; the bound) on its grid (`grids`: of one
+    number of levels), the tables of all computed at once; None when the time ran out. The windows' tail values
+    are rows `rows` of `stack`."""
     B, T, K, P = len(terms), dp.w, dp.alloc.size, pend.size
     S = 1 + K * P
-    grids = [Grid.over(float(tm.remaining), dp.tol, levels) for tm in terms]
     m = max(dp.band(g) for g in grids)
     stacked = _Stacked(terms, T)
     tables = np.empty((B, T + 1, 2, m, S))
