@@ -83,6 +83,7 @@ def _rows(values: Sequence, size: int) -> np.ndarray | None:
 
 
 def _finite_nonnegative(*arrays: np.ndarray) -> bool:
+    """Whether every number of `arrays` is finite and >= 0 (one pass over all of them)."""
     every = np.concatenate([x.ravel() for x in arrays])
     return bool(np.isfinite(every).all()) and not bool((every < 0).any())
 
@@ -112,10 +113,8 @@ def _check_values(named: tuple, size: int, whose: str) -> None:
     """Each of `named` ((label, values), ...) must be `size` finite values >= 0, else a `SolverError` naming the
     first that is not. All are checked at once: the window's terms check ten arrays per window and slot."""
     arrays = [np.asarray(arr, dtype=float) for _, arr in named]
-    if all(arr.shape == (size,) for arr in arrays):
-        every = np.concatenate(arrays)
-        if np.isfinite(every).all() and not (every < 0).any():
-            return
+    if all(arr.shape == (size,) for arr in arrays) and _finite_nonnegative(*arrays):
+        return
     for (label, _), arr in zip(named, arrays):
         if arr.shape != (size,) or not np.all(np.isfinite(arr)) or np.any(arr < 0):
             raise SolverError(f"window problem: {whose}{label} must be {size} finite values >= 0 (got {arr!r})")
@@ -309,7 +308,7 @@ class WindowProblem:
             lengths[without] = 0.0
             if some:
                 got = _tail_rows([tails[i] for i in some], n_used)
-                hours, spot_gpu_hours, spot_price_t, od_price_t, stalled, mixed, mixed_price = got
+                _, spot_gpu_hours, spot_price_t, od_price_t, stalled, mixed, mixed_price = got  # (hours: checked)
                 # the hours left to work in: a restart stalls the whole job (the block still ends where it ends),
                 # and the net's margin before the hard deadline is not the plan's to spend
                 length = np.maximum(lengths[some, :n_used] - stalled, 0.0)
@@ -542,25 +541,25 @@ class WindowProblem:
         for j, args in enumerate(problems):
             groups.setdefault((float(args["state"].time_h), args.get("net", "strict"),
                                bool(args.get("must_finish", True))), []).append(j)
+
+        def made(rows: list[Mapping[str, Any]], net: str, must_finish: bool) -> list[WindowTerms]:
+            return self.terms_many([p["state"] for p in rows], [p["avail"] for p in rows],
+                                   [p["spot_price"] for p in rows], [p["od_price"] for p in rows],
+                                   [p.get("tail") for p in rows], [p.get("slots_left") for p in rows],
+                                   [float(p.get("urgency", 0.0)) for p in rows], must_finish, net,
+                                   [float(p.get("window_urgency", 0.0)) for p in rows],
+                                   [float(p.get("reserve_h", 0.0)) for p in rows])
+
         out: list = [None] * len(problems)
         for (_, net, must_finish), idx in groups.items():
             rows = [problems[j] for j in idx]
             try:
-                got = self.terms_many([p["state"] for p in rows], [p["avail"] for p in rows],
-                                      [p["spot_price"] for p in rows], [p["od_price"] for p in rows],
-                                      [p.get("tail") for p in rows], [p.get("slots_left") for p in rows],
-                                      [float(p.get("urgency", 0.0)) for p in rows], must_finish, net,
-                                      [float(p.get("window_urgency", 0.0)) for p in rows],
-                                      [float(p.get("reserve_h", 0.0)) for p in rows])
+                got: list = made(rows, net, must_finish)
             except SolverError:  # whose: each window alone
                 got = []
                 for p in rows:
                     try:
-                        got.append(self.terms_many([p["state"]], [p["avail"]], [p["spot_price"]], [p["od_price"]],
-                                                   [p.get("tail")], [p.get("slots_left")],
-                                                   [float(p.get("urgency", 0.0))], must_finish, net,
-                                                   [float(p.get("window_urgency", 0.0))],
-                                                   [float(p.get("reserve_h", 0.0))])[0])
+                        got.append(made([p], net, must_finish)[0])
                     except SolverError as exc:
                         got.append(exc)
             for j, terms in zip(idx, got):

@@ -378,10 +378,10 @@ class CHC(OnlinePolicy):
         ahead = np.arange(first, last) - t  # slots ahead of now (>= w)
         if self._tail_source() == "oracle":
             return [self._oracle_tail(i, t, bounds, ahead, o) for i, o in zip(windows, od)]
-        seen = [_finite(float(np.asarray(wa, dtype=float)[-1])) for wa in window_avail]
+        seen = np.nan_to_num(np.array([np.asarray(wa, dtype=float)[-1] for wa in window_avail]), nan=0.0)
         return past_tails(self.job, [self._recent(i, t, "availability") for i in windows],
                           [self._recent(i, t, "price") for i in windows], bounds, ahead, self.w_ - 1, dt,
-                          np.array(seen), np.array(od))
+                          seen, np.array(od))
 
     def _oracle_tail(self, i: int, t: int, bounds: np.ndarray, ahead: np.ndarray, od: float) -> TailForecast:
         """The tail of window i from the oracle's forecast of the tail's own slots (`ahead` of now, never empty:
@@ -489,8 +489,3 @@ def _normal_quantile(q: float) -> float:
     from scipy.stats import norm
 
     return float(norm.ppf(q))
-
-
-def _finite(x: float) -> float:
-    """`np.nan_to_num(x, nan=0.0)` of one number, without its call where x is finite (every window, every slot)."""
-    return x if math.isfinite(x) else float(np.nan_to_num(x, nan=0.0))

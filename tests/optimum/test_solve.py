@@ -169,3 +169,20 @@ def test_a_feasible_problem_is_not_called_infeasible_by_highs_presolve():
     for solver in ("glpk", "highs"):
         r = OptimumProblem(job, 3, 0.5, False, "fractional").solve_window(*args, solver, time_limit=60, mip_gap=1e-9)
         assert r.status == "optimal" and r.objective == 0.0 and not r.o.any() and not r.s.any()
+
+
+def test_the_pyomo_highs_path_asks_again_without_presolve_and_still_reports_an_infeasible_model():
+    """The same problem through Pyomo's APPSI interface (`solve_model`): HiGHS' presolve calls it infeasible, the
+    path asks again without presolve and gets GLPK's optimum; a model with no solution is still infeasible."""
+    job = Job(work=0.5000000298023224, deadline_h=1.0, hard_deadline_h=1.5, throughput=Throughput(1.0, 5.96e-8),
+              overhead_h=0.5)
+    args = (np.zeros(3, int), np.ones(3), np.full(3, 3.0), job, 0.5)
+    got = [solve_model(build_model(*args, billing="fractional"), solver, time_limit=60, mip_gap=1e-9)
+           for solver in ("glpk", "highs")]
+    assert got[0] == got[1] and got[1][0] == "optimal"
+    bad = pe.ConcreteModel()
+    bad.x = pe.Var(bounds=(0, 1))
+    bad.c = pe.Constraint(expr=bad.x >= 2)
+    bad.utility = pe.Objective(expr=bad.x, sense=pe.maximize)
+    with pytest.raises(SolverError, match="highs: the model is infeasible"):
+        solve_model(bad, "highs", time_limit=60, mip_gap=1e-9)
