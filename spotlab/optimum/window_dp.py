@@ -136,22 +136,21 @@ class Workspace:
     """The arrays of the backward pass, kept between solves of the same size (fresh arrays of this size cost a
     page fault per 4 KiB at every use, more than the arithmetic on them), for up to `n` levels; `use(m)` lays the
     first m levels out contiguously (the band a solve computes). Per move kind (a change of allocation, then
-    keeping one with each pending value), table (guide, upper), level and allocation: whether the slot finishes
-    the job, the work left after it, the share of a finishing slot left unused (else 0) and the flat index of the
-    next slot's table entry the move leads to."""
+    keeping one with each pending value), table (guide, upper), level and allocation: the work left after the slot
+    and the flat index of the next slot's table entry the move leads to; and per kind the few entries where the
+    slot finishes the job (`finishing`: their (table, level) row, allocation and share of the slot left unused)."""
 
     def __init__(self, T: int, n: int, K: int, P: int):
         S = 1 + K * P
         self.shape = (T, n, K, P)
         kinds = 1 + P  # a change, then keeping with each pending value
         self._buffers = {"tables": (np.empty((T + 1) * 2 * n * S), (T + 1, 2), S),
-                         "finishes": (np.empty(kinds * 2 * n * K, dtype=bool), (kinds, 2), K),
                          "left_after": (np.empty(kinds * 2 * n * K), (kinds, 2), K),
-                         "unused": (np.empty(kinds * 2 * n * K), (kinds, 2), K),
                          "index": (np.empty(kinds * 2 * n * K, dtype=np.int64), (kinds, 2), K)}
         self.values = np.empty((kinds, 2 * n * K))
         self.scratch = np.empty((3, 2 * n * K))
         self.bad = np.empty(2 * n * K, dtype=bool)
+        self.finishing: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # per kind, made by `WindowDP._kinds`
         self.use(n)
 
     def use(self, m: int) -> None:
@@ -409,10 +408,10 @@ class WindowDP:
 
     def _kinds(self, terms: WindowTerms, grid: Grid, pend: np.ndarray, ws: Workspace, m: int) -> np.ndarray:
         """Fill the workspace's move kinds: a change of allocation (pending = delta), then keeping one with each
-        pending value; per kind, both tables (guide, upper), every level and allocation: whether the slot
-        finishes, the work left after it, the unused share of a finishing slot and where the next slot's
-        table is read, on the first `m` levels (`band`). Returns the work left at each of them of both tables
-        (an idle slot's)."""
+        pending value; per kind, both tables (guide, upper), every level and allocation: the work left after the
+        slot and where the next slot's table is read, on the first `m` levels (`band`), and the entries where the
+        slot finishes with the unused share of it. Returns the work left at each level of both tables (an idle
+        slot's)."""
         job, dt, R = self.job, self.dt, float(terms.remaining)
         K, P, n = self.alloc.size, pend.size, m
         S = 1 + K * P
@@ -420,13 +419,15 @@ class WindowDP:
         rate = self.alloc.rate[None, None, :]  # (1, 1, K)
         delta = float(job.overhead_h)
         kinds = [(min(dt, delta), max(0.0, delta - dt))] + [(min(dt, float(p)), max(0.0, float(p) - dt)) for p in pend]
+        finishing = ws.finishing = []
         for e, (loss, p_next) in enumerate(kinds):
             cap = rate * (dt - loss)
             left = ws.left_after[e]
             np.subtract(R, rep + cap, out=left)
-            np.less_equal(left, self.tol, out=ws.finishes[e])
-            np.clip((dt - (loss + (R - rep) / rate)) / dt, 0.0, 1.0, out=ws.unused[e])
-            ws.unused[e][~ws.finishes[e]] = 0.0
+            # the moves that finish the job: the top levels only, so their unused share is worked out there alone
+            row, k = np.nonzero((left <= self.tol).reshape(2 * n, K))
+            unused = np.clip((dt - (loss + (R - rep.ravel()[row]) / self.alloc.rate[k])) / dt, 0.0, 1.0)
+            finishing.append((row, k, unused))
             # whole levels a slot adds: the nearest for the guide table, rounded up for the upper one
             shift = np.concatenate([np.rint(cap / grid.q), np.ceil(cap / grid.q)]).astype(np.int64)  # (2, 1, K)
             rows = 1 + np.arange(K) * P + int(nearest(pend, np.array([p_next]))[0])
@@ -453,7 +454,7 @@ class WindowDP:
         cost = al.o[:K] * terms.od_cost[t] + al.s[:K] * terms.sp_cost[t]
         gain = al.o[:K] * terms.od_refund[t] + al.s[:K] * terms.sp_refund[t] + terms.value_unused[t]
         f = self.full_od if 0 <= self.full_od < K else None
-        gathered, finished, _ = (ws.flat("scratch", i, K, (2, n)) for i in range(3))
+        gathered = ws.flat("scratch", 0, K, (2, n))
         bad = ws.flat("bad", -1, K, (2, n))
         values = []
         for e in range(1 + P):
@@ -463,9 +464,10 @@ class WindowDP:
                 bad[:, :, f] &= left[:, :, f] - lim > self.job.work
             np.take(flat, ws.index[e][:, :, :K], out=gathered, mode="clip")
             np.copyto(gathered, -np.inf, where=bad)
-            np.multiply(ws.unused[e][:, :, :K], gain, out=finished)
-            finished += terms.value_end[t]
-            np.copyto(gathered, finished, where=ws.finishes[e][:, :, :K])
+            row, k, unused = ws.finishing[e]
+            if K < al.size:
+                row, k, unused = row[k < K], k[k < K], unused[k < K]
+            gathered.reshape(-1)[row * K + k] = unused * gain[k] + terms.value_end[t]  # the slot finishes
             v = ws.flat("values", e, K, (2, n))
             np.subtract(gathered, cost, out=v)
             values.append(v)

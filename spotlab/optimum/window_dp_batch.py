@@ -116,8 +116,9 @@ class _Stacked:
 
 class _Kinds:
     """`WindowDP._kinds` of every window: per move kind (a change, then keeping with each pending value), window,
-    table, level and allocation: whether the slot finishes, the work left after it, the unused share of a
-    finishing slot and the flat index (into the batch's next tables) of the entry the move leads to."""
+    table, level and allocation: the work left after the slot and the flat index (into the batch's next tables) of
+    the entry the move leads to; per kind and allocation, the few entries where the slot finishes (`finishing`:
+    their flat position in a (B, 2, m) array, window and unused share of the slot)."""
 
     def __init__(self, dp: WindowDP, terms: list[WindowTerms], grids: list[Grid], pend: np.ndarray, m: int,
                  stacked: _Stacked):
@@ -133,21 +134,23 @@ class _Kinds:
         rate = dp.alloc.rate[:, None, None, None]  # (K, 1, 1, 1)
         delta = float(job.overhead_h)
         kinds = [(min(dt, delta), max(0.0, delta - dt))] + [(min(dt, float(p)), max(0.0, float(p) - dt)) for p in pend]
-        self.finishes, self.left_after, self.unused, self.index = [], [], [], []
+        self.finishing, self.left_after, self.index = [], [], []
         offset = (np.arange(B) * (2 * m * S))[None, :, None, None]
         for loss, p_next in kinds:
             cap = rate * (dt - loss)
             left = R - (rep + cap)
-            finishes = left <= dp.tol
-            unused = np.clip((dt - (loss + (R - rep) / rate)) / dt, 0.0, 1.0)
-            unused[~finishes] = 0.0
+            finishing = []  # per allocation: the top levels only, so their unused share is worked out there alone
+            for k in range(K):
+                pos = np.flatnonzero(left[k] <= dp.tol)
+                b = pos // (2 * m)
+                unused = np.clip((dt - (loss + (R.ravel()[b] - rep.ravel()[pos]) / rate.ravel()[k])) / dt, 0.0, 1.0)
+                finishing.append((pos, b, unused))
             shift = np.concatenate([np.rint(cap / q), np.ceil(cap / q)], axis=2).astype(np.int64)  # (K, B, 2, 1)
             rows = 1 + np.arange(K) * P + int(nearest(pend, np.array([p_next]))[0])
             level = np.minimum(np.arange(m)[None, None, None, :] + shift, m - 1)
             index = (np.arange(2)[None, None, :, None] * m + level) * S + rows[:, None, None, None]
-            self.finishes.append(finishes)
+            self.finishing.append(finishing)
             self.left_after.append(left)
-            self.unused.append(unused)
             self.index.append(index + offset)
         self.idle_left = (R - rep)[0]  # (B, 2, m)
 
@@ -189,9 +192,9 @@ def _slot(dp: WindowDP, terms: list[WindowTerms], t: int, nxt: np.ndarray, kinds
                 bad &= left - lim > dp.job.work
             gathered = np.take(flat, kinds.index[e][k], mode="clip")
             gathered[bad] = -np.inf
-            finished = kinds.unused[e][k] * gain
-            finished += col["value_end"]
-            gathered = np.where(kinds.finishes[e][k], finished, gathered)
+            pos, b, unused = kinds.finishing[e][k]
+            if pos.size:  # the slot finishes
+                gathered.reshape(-1)[pos] = unused * gain.ravel()[b] + col["value_end"].ravel()[b]
             values[e].append(gathered - cost)
     # the best change (the first allocation at the maximum) and the best of the others
     change = values[0]
