@@ -25,7 +25,7 @@ from ..errors import PolicyError
 from ..jobs.job import Job
 from ..market.episodes import Episodes, concat
 from ..simulation.settings import SimSettings
-from ..simulation.slots import horizon_slots
+from ..simulation.slots import run_horizon
 from .select import Select, replay_members, settled_slots, warmup_episodes
 from .selection_run import SelectionRun
 
@@ -65,7 +65,7 @@ def select_from_members(select: Select, episodes: Episodes, job: Job, settings: 
                           f"{fallback.shape}")
     if not np.isfinite(fallback).all():
         raise PolicyError("select from members: fallback rates must be finite (0 for a policy that reports none)")
-    horizon = _horizon(episodes, job, settings)
+    horizon = run_horizon(job, episodes, settings.deadline)
     utility = job.value_at(completion_h) - cost  # the engine's `value - cost`
     settled = np.stack([settled_slots(completion_h[:, m], episodes.slot_hours, horizon) for m in range(k)], axis=1)
     if warm is None:
@@ -92,8 +92,8 @@ def warmup_utilities(select: Select, sets: Sequence[Episodes], job: Job, setting
     out: list[np.ndarray | None] = [None] * len(sets)
     if not select.warmup:
         return out
-    warm = [warmup_episodes(ep, _horizon(ep, job, settings)) for ep in sets]
-    key = [None if ep is None else (ep.slot_hours, _horizon(ep, job, settings)) for ep in warm]
+    warm = [warmup_episodes(ep, run_horizon(job, ep, settings.deadline)) for ep in sets]
+    key = [None if ep is None else (ep.slot_hours, run_horizon(job, ep, settings.deadline)) for ep in warm]
     for group in dict.fromkeys(k for k in key if k is not None):
         idx = [i for i, k in enumerate(key) if k == group]
         runs = replay_members(members, [concat([warm[i] for i in idx])], job, settings, seed, safety_net, give_up,
@@ -104,9 +104,3 @@ def warmup_utilities(select: Select, sets: Sequence[Episodes], job: Job, setting
             out[i] = part
     return out
 
-
-def _horizon(episodes: Episodes, job: Job, settings: SimSettings) -> int:
-    """The rounds' horizon in slots, as `simulate` sets the context's."""
-    if settings.deadline == "none":
-        return int(episodes.length.max())
-    return horizon_slots(job, episodes.slot_hours)

@@ -31,7 +31,7 @@ from ..params import check_seed
 from .interface import Context, Observation, Policy, check_action
 from .result import RECORDED, WINDOW_VIEWS, WRITTEN, SimulationResult
 from .settings import SimSettings
-from .slots import EPS, horizon_slots
+from .slots import EPS, horizon_slots, run_horizon
 
 _DTYPES = {"alive": bool, "reconfig": bool, "o": np.int64, "s": np.int64, "s_requested": np.int64,
            "preempted": np.int64, "zone": np.int64}
@@ -71,8 +71,7 @@ def simulate(
             f"{ep.names[i]}: the trace has {ep.length[i]} slots ({ep.length[i] * dt:g} h) but the job's hard "
             f"deadline needs {H:g} slots ({job.hard_deadline_h:g} h); use a longer trace or an earlier deadline"
         )
-    if settings.deadline == "none":  # the job runs on past its deadline, as far as its window goes
-        H = int(ep.length.max())
+    H = run_horizon(job, ep, settings.deadline)  # no deadline: the job runs on as far as its window goes
     W = ep.n
     Z = 1 if zoned is None else zoned.z
     ctx = Context(job=job, episodes=ep, settings=settings, horizon=H, seed=seed, zoned=zoned)
