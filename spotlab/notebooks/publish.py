@@ -34,7 +34,7 @@ def publish(out_dir: str | Path, dest: str | Path, commit: str | None = None, da
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
     stamp = (f"*Made by `make reproduce` (full run) at commit `{commit}` on {date}; published with "
-             f"`spotlab claims {out} --publish {dest}`.*")
+             f"`spotlab claims {_in_checkout(out)} --publish {dest}`.*")
     lines = text.split("\n")
     (dest / "README.md").write_text("\n".join(lines[:1] + ["", stamp] + lines[1:]))
     shutil.copy2(log_path, dest / "reproduce_log.json")
@@ -44,9 +44,22 @@ def publish(out_dir: str | Path, dest: str | Path, commit: str | None = None, da
     return dest
 
 
-def _head(folder: Path) -> str:
+def _git(folder: Path, *args: str) -> str | None:
     try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=folder, capture_output=True, text=True,
-                              check=True).stdout.strip()
+        return subprocess.run(["git", *args], cwd=folder, capture_output=True, text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
-        return "unknown"
+        return None
+
+
+def _head(folder: Path) -> str:
+    return _git(folder, "rev-parse", "--short", "HEAD") or "unknown"
+
+
+def _in_checkout(folder: Path) -> Path:
+    """The output folder as the checkout that made the run names it (`paper_figures`), not the path of wherever
+    that checkout was; the path as given outside a checkout."""
+    top = _git(folder, "rev-parse", "--show-toplevel")
+    try:
+        return folder.resolve().relative_to(Path(top).resolve()) if top else folder
+    except ValueError:
+        return folder
