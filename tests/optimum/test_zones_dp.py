@@ -6,7 +6,6 @@ allocations, restarts), the same objective (==) and the same pointer table, or t
 
 from __future__ import annotations
 
-import math
 import time
 
 import numpy as np
@@ -16,6 +15,7 @@ from hypothesis import strategies as st
 from spotlab.errors import SolverError
 from spotlab.optimum.dp.zones import (
     SHORT_ROWS,
+    ZonePlan,
     ZonesDP,
     ZoneStart,
     _first_min,
@@ -87,6 +87,9 @@ class FullWidthZonesDP(Recording):
                 break
             w_idx = np.arange(a, b)
             Vb = V[:, :, a:b]
+            Vm = Vb  # the sources but a full on-demand run going on, masked where a guard fires at the slot's start
+            if self.keep_net in ("cbl", "skynomad"):
+                Vm = np.where(self._reference_net_fires(t0 + t - 1, w_idx), INF, Vb)
             valid = ak[None, :] <= A[:, t][:, None]  # (Z, NA): the allocation's spot GPUs can be had in zone z
             price = (ac - ak)[None, :] * OD[:, t][:, None] + ak[None, :] * SP[:, t][:, None]  # per hour (Z, NA)
             Vn = np.full_like(V, INF)
@@ -98,13 +101,13 @@ class FullWidthZonesDP(Recording):
             # idle in zone z: from idle there or stopping a run there (no cost, no work; the pending is moot)
             for z in range(Z):
                 srcs = np.concatenate([[1 + z], run_modes[z]])
-                block = Vb[srcs].reshape(-1, b - a)  # (sources x P, levels)
+                block = Vm[srcs].reshape(-1, b - a)  # (sources x P, levels)
                 arg = np.argmin(block, axis=0)
                 Vn[1 + z, 0, a:b] = block[arg, w_idx - a]
                 code[1 + z, 0, a:b] = (srcs[arg // P] * P + arg % P) * 2 + 1
             # launches: from the best source over pending values, plus the egress to the zone
-            Vmin = Vb.min(axis=1)  # (M, levels)
-            pmin = Vb.argmin(axis=1)
+            Vmin = Vm.min(axis=1)  # (M, levels)
+            pmin = Vm.argmin(axis=1)
             with np.errstate(invalid="ignore"):
                 L = Vmin[:, None, :] + E_src[:, :, None]  # (M, Z, K)
             if self.keep_net == "strict" and Z > 1:  # the strict net counts no spot work in a slot that moves
@@ -130,7 +133,7 @@ class FullWidthZonesDP(Recording):
                         froms = [m]
                     for ms in froms:
                         for p in range(P):
-                            src = Vb[ms, p]
+                            src = Vb[ms, p] if ms == m and x in full_od else Vm[ms, p]
                             if not np.isfinite(src).any():
                                 continue
                             dest = w_idx + self.prog[x, p]
@@ -164,8 +167,9 @@ class FullWidthZonesDP(Recording):
                         Vn[m, pn, tgt[better]] = cand[better]
                         code[m, pn, tgt[better]] = (ms * P + ps) * 2
                     if fin.any() and ends_here:
-                        best = self._reference_finish(best, t, src, fin, w_idx, self.lost_launch, price[z, x], rate, full,
-                                            bill_last, (t, m, -1, -1, 0), launch_src=(src_mode, pmin, a), t0=t0)
+                        best = self._reference_finish(best, t, src, fin, w_idx, self.lost_launch, price[z, x], rate,
+                                                      full, bill_last, (t, m, -1, -1, 0),
+                                                      launch_src=(src_mode, pmin, a), t0=t0)
             lo = 0
             if self.must_finish:  # a level too low to finish in the slots left is dropped
                 lo = min(max(K - (T - t - 1) * max_prog, 0), K)

@@ -78,13 +78,11 @@ class _Replay:
                       np.array([z if run else -1]))
 
 
-@pytest.mark.xfail(strict=True, reason="known: the zones DP does not hold on-demand GPUs a fired guard keeps "
-                                       "(docs/decisions/zone-policies.md)")
 def test_the_plan_keeps_the_on_demand_gpus_a_fired_guard_keeps():
     """A counterexample the next test found: one zone, SkyNomad's guard, a job that can only finish on demand
     (9.75 h of work, 0.5 h restarts, hard deadline 11.7 h). With 0.25 h of work left the guard fires and keeps
-    the on-demand GPUs; the DP, which drops the states the guard acts from after a slot but lets a kept
-    on-demand run change at the next, plans to finish on spot, and the guard overrides it (3 of 33 slots)."""
+    the on-demand GPUs; a DP that drops the states the guard acts from after a slot but lets a kept on-demand run
+    change at the next plans to finish on spot, and the guard overrides it (3 of 33 slots)."""
     from spotlab.jobs.job import make_job
     from spotlab.market.windows import cut_windows
     from tests.simulation.test_zones import zoned_market

@@ -144,6 +144,10 @@ class ZonesDP:
         self.moving = np.where(src_zone >= 0, src_zone, 0)[:, None] != np.arange(Z)[None, :]  # (M, Z): a launch moves
         full_od = [x for x in range(NA) if self.alloc_c[x] == self.n and self.alloc_k[x] == 0]
         self.net_modes = np.array([m for m in range(M) if m not in set(run_modes[:, full_od].ravel())])
+        # under a guard that acts at a slot's start (Can't Be Late's, SkyNomad's), a state at a level it fires at
+        # may only go on with the full on-demand run it holds: the stays (run j from source i) that do that
+        self.guard_at_start = self.keep_net in ("cbl", "skynomad")
+        self.holds_od = (self.froms == self.j_mode[:, None]) & np.isin(self.j_alloc, full_od)[:, None]  # (J, F)
         job = self.job
         left = np.maximum(job.work - np.arange(self.K) * self.q, 0.0)
         self.net_need = ceil_slots(left / job.max_rate + job.overhead_h, self.dt)
@@ -298,19 +302,32 @@ class ZonesDP:
             Vn = np.full((M, P, nh), INF)
             code = np.full((M, P, nh), -1, dtype=np.int32)  # source mode * P + source pending, x2, + kind (1 = stay)
             code[0, 0] = 1
+            # where the guard fires at this slot's start it holds N_max on-demand GPUs: from those levels only a full
+            # on-demand run going on (`Vs`: every other source masked)
+            Vs = V
+            if self.guard_at_start:
+                if self.net_prefix and t0 + t >= 1:
+                    f = min(net_counts[t0 + t - 1], b) - a
+                    if f > 0:
+                        Vs = V.copy()
+                        Vs[:, :, :f] = INF
+                else:
+                    fired = self._net_fires(t0 + t - 1, a, b)
+                    if fired.any():
+                        Vs = np.where(fired, INF, V)
             # a run's best pending value per level (J, levels); idle and never-started states hold pending 0 only
-            vr, ir = _first_min(V[R:].transpose(1, 0, 2), finite)
+            vr, ir = _first_min(Vs[R:].transpose(1, 0, 2), finite)
             s0 = max(a, lo)
             if b > s0:  # never started: stays; idle in zone z: from idle there or stopping a run there
                 Vn[0, 0, s0 - lo:b - lo] = V[0, 0, s0 - a:]
                 c = s0 - a  # sources in the loop's order: idle there, then each allocation's run (its best pending)
-                values = np.concatenate([V[1:R, 0, None, c:], vr[:, c:].reshape(Z, NA, -1)], axis=1)
+                values = np.concatenate([Vs[1:R, 0, None, c:], vr[:, c:].reshape(Z, NA, -1)], axis=1)
                 codes = np.concatenate([self.idle_codes[:, :, :nb - c],
                                         ((self.j_mode[:, None] * P + ir[:, c:]) * 2 + 1).reshape(Z, NA, -1)], axis=1)
                 Vn[1:R, 0, s0 - lo:b - lo], code[1:R, 0, s0 - lo:b - lo] = _first_min(
                     values.transpose(1, 0, 2), finite, codes.transpose(1, 0, 2))
             # launches: from the best source over pending values, plus the egress to the zone
-            Vmin = np.concatenate([V[:R, 0], vr])  # (M, levels)
+            Vmin = np.concatenate([Vs[:R, 0], vr])  # (M, levels)
             pmin = np.concatenate([self.idle_pend[:, :nb].astype(ir.dtype, copy=False), ir])
             with np.errstate(invalid="ignore"):
                 L = Vmin[:, None, :] + self.E_src[:, :, None]  # (M, Z, levels)
@@ -330,7 +347,7 @@ class ZonesDP:
             g0 = max(lo, a)  # the levels a run can reach: [g0, hi)
             if hi > g0:
                 for i in range(F):
-                    rows = V[R:] if F == 1 else V[self.froms[:, i]]  # (J, P, levels)
+                    rows = self._stay_sources(V, Vs, i)  # (J, P, levels)
                     for p in range(P):
                         self._relax(Vn[R:, self.next_p[p]], code[R:, self.next_p[p]], rows[:, p],
                                     self.stay_shift[p], stay_cost[t, :, i], self.stay_code[:, i, p], a, g0, lo, mp)
@@ -339,7 +356,7 @@ class ZonesDP:
                             launch_cost[t], launch_code, a, g0, lo, mp)
             f0 = max(a, K - mp)  # completions: from the top levels only
             if f0 < b:
-                best = self._finish(best, t, t0, V, a, f0, src, src_mode, pmin, price[t], stay_ends[t],
+                best = self._finish(best, t, t0, V, Vs, a, f0, src, src_mode, pmin, price[t], stay_ends[t],
                                     launch_ends[t])
             if self.keep_net != "off" and nh > 0:
                 if self.net_prefix:  # the net fires on the levels below one: no more work can be that far behind
@@ -415,10 +432,20 @@ class ZonesDP:
         side = "left" if self.keep_net == "strict" else "right"  # need > slots, or need >= slots
         return min(int(np.searchsorted(self.net_rising, -slots, side=side)), self.net_behind)
 
-    def _finish(self, best, t: int, t0: int, V: np.ndarray, a: int, f0: int, src: np.ndarray, src_mode: np.ndarray,
-                pmin: np.ndarray, price: np.ndarray, stay_ends: np.ndarray, launch_ends: np.ndarray):
+    def _stay_sources(self, V: np.ndarray, Vs: np.ndarray, i: int) -> np.ndarray:
+        """The states each run (J,) may go on from out of source i (`froms[:, i]`), (J, P, levels): `Vs`, but for a
+        full on-demand run going on in its own mode, `V` (the levels the guard fires at included)."""
+        if Vs is V:
+            return V[1 + self.Z:] if self.froms.shape[1] == 1 else V[self.froms[:, i]]
+        rows = self.froms[:, i]
+        return np.where(self.holds_od[:, i, None, None], V[rows], Vs[rows])
+
+    def _finish(self, best, t: int, t0: int, V: np.ndarray, Vs: np.ndarray, a: int, f0: int, src: np.ndarray,
+                src_mode: np.ndarray, pmin: np.ndarray, price: np.ndarray, stay_ends: np.ndarray,
+                launch_ends: np.ndarray):
         """The best completion in slot t, from levels [f0, b) of the band [a, b): `best` unless one is strictly
-        better, the first such in the order of the DP's loop (zone, allocation, its sources, level)."""
+        better, the first such in the order of the DP's loop (zone, allocation, its sources, level). Stays from
+        `V` where a full on-demand run goes on, else from `Vs` (`_stay_sources`)."""
         R, J, F, P, K = 1 + self.Z, self.Z * self.NA, self.froms.shape[1], self.P, self.K
         c0 = f0 - a
         w = np.arange(f0, a + V.shape[2])  # the levels
@@ -426,6 +453,9 @@ class ZonesDP:
         with np.errstate(invalid="ignore", divide="ignore"):
             # stays (J, F, P, levels), then launches (J, levels)
             sv = V[self.froms[:, :, None], np.arange(P)[None, None, :], c0:]
+            if Vs is not V:
+                sv = np.where(self.holds_od[:, :, None, None], sv,
+                              Vs[self.froms[:, :, None], np.arange(P)[None, None, :], c0:])
             obj = self._objective(sv, w, self.lost[None, None, :, None], rate[:, None, None, None],
                                   price[:, None, None, None], t0 + t)
             ok = (w[None, None, None, :] + self.prog[self.j_alloc][:, None, :, None] >= K) & stay_ends[:, :, None, None]
