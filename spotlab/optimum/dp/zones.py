@@ -148,6 +148,7 @@ class ZonesDP:
         # may only go on with the full on-demand run it holds: the stays (run j from source i) that do that
         self.guard_at_start = self.keep_net in ("cbl", "skynomad")
         self.holds_od = (self.froms == self.j_mode[:, None]) & np.isin(self.j_alloc, full_od)[:, None]  # (J, F)
+        self.od_runs = np.flatnonzero(np.isin(self.j_alloc, full_od))  # the runs j of N_max on-demand GPUs
         job = self.job
         left = np.maximum(job.work - np.arange(self.K) * self.q, 0.0)
         self.net_need = ceil_slots(left / job.max_rate + job.overhead_h, self.dt)
@@ -304,19 +305,21 @@ class ZonesDP:
             code[0, 0] = 1
             # where the guard fires at this slot's start it holds N_max on-demand GPUs: from those levels only a full
             # on-demand run going on (`Vs`: every other source masked)
-            Vs = V
+            Vs, held = V, 0
             if self.guard_at_start:
-                if self.net_prefix and t0 + t >= 1:
-                    f = min(net_counts[t0 + t - 1], b) - a
-                    if f > 0:
-                        Vs = V.copy()
-                        Vs[:, :, :f] = INF
+                if self.net_prefix and t > 0 and F == 1:
+                    # the net dropped every other state at those levels after the last slot: only the full
+                    # on-demand runs are there, and only their own stays read `V` (F == 1), so masking them as
+                    # sources of the rest is the whole mask
+                    held = min(net_counts[t0 + t - 1], b) - a
                 else:
                     fired = self._net_fires(t0 + t - 1, a, b)
                     if fired.any():
                         Vs = np.where(fired, INF, V)
             # a run's best pending value per level (J, levels); idle and never-started states hold pending 0 only
             vr, ir = _first_min(Vs[R:].transpose(1, 0, 2), finite)
+            if held > 0:
+                vr[self.od_runs, :held] = INF
             s0 = max(a, lo)
             if b > s0:  # never started: stays; idle in zone z: from idle there or stopping a run there
                 Vn[0, 0, s0 - lo:b - lo] = V[0, 0, s0 - a:]
