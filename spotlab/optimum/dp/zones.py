@@ -28,6 +28,7 @@ from .work_lattice import work_quantum
 
 TOL = 1e-9
 SHORT_ROWS = 8  # `_first_min` loops over fewer rows than this, else np.argmin is quicker
+DEAD_CHECK = 16  # slots between the DP's checks that some state is left (a plan that cannot be dies in its first)
 
 
 @dataclass(frozen=True)
@@ -369,6 +370,8 @@ class ZonesDP:
             pointers.append((lo, code.astype(self.code_dtype)))
             V = Vn
             a = lo
+            if t % DEAD_CHECK == 0 and (V == INF).all():  # no state left: nothing after can finish or do better
+                break
         if not self.must_finish:
             flat = int(np.argmin(V))
             m, p, w = np.unravel_index(flat, V.shape)
