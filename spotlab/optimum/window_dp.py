@@ -389,7 +389,7 @@ class WindowDP:
         else:
             later = table[grid.level(done + cap, which), mv.row]
         # the finishing slot: billed by use, V at the completion time where it is linear over the slot
-        unused = np.clip((dt - (mv.loss + (R - done) / rate)) / dt, 0.0, 1.0)
+        unused = unused_share(dt, mv.loss, R - done, rate)
         finish = unused * (o * terms.od_refund[t] + s * terms.sp_refund[t] + terms.value_unused[t]) \
             + terms.value_end[t]
         now = np.where(fin, finish, 0.0) - (o * terms.od_cost[t] + s * terms.sp_cost[t])
@@ -426,8 +426,7 @@ class WindowDP:
             np.subtract(R, rep + cap, out=left)
             # the moves that finish the job: the top levels only, so their unused share is worked out there alone
             row, k = np.nonzero((left <= self.tol).reshape(2 * n, K))
-            unused = np.clip((dt - (loss + (R - rep.ravel()[row]) / self.alloc.rate[k])) / dt, 0.0, 1.0)
-            finishing.append((row, k, unused))
+            finishing.append((row, k, unused_share(dt, loss, R - rep.ravel()[row], self.alloc.rate[k])))
             # whole levels a slot adds: the nearest for the guide table, rounded up for the upper one
             shift = np.concatenate([np.rint(cap / grid.q), np.ceil(cap / grid.q)]).astype(np.int64)  # (2, 1, K)
             rows = 1 + np.arange(K) * P + int(nearest(pend, np.array([p_next]))[0])
@@ -465,8 +464,9 @@ class WindowDP:
             np.take(flat, ws.index[e][:, :, :K], out=gathered, mode="clip")
             np.copyto(gathered, -np.inf, where=bad)
             row, k, unused = ws.finishing[e]
-            if K < al.size:
-                row, k, unused = row[k < K], k[k < K], unused[k < K]
+            if K < al.size:  # the allowed allocations' entries only
+                keep = k < K
+                row, k, unused = row[keep], k[keep], unused[keep]
             gathered.reshape(-1)[row * K + k] = unused * gain[k] + terms.value_end[t]  # the slot finishes
             v = ws.flat("values", e, K, (2, n))
             np.subtract(gathered, cost, out=v)
@@ -489,6 +489,12 @@ class WindowDP:
         base.ravel()[best] = np.maximum(v2, idle[:, :, None]).ravel()
         for j, v in enumerate(values[1:]):  # keep: state 1 + k*P + j
             np.maximum(base, v, out=out[:, :, 1 + j:1 + K * P:P])
+
+
+def unused_share(dt: float, loss: np.ndarray | float, work_left: np.ndarray, rate: np.ndarray | float) -> np.ndarray:
+    """The share of a finishing slot left unused: the slot less its overhead `loss` and the hours the work left
+    takes at `rate`, over the slot, in [0, 1] (what the slot's refunds and the value of finishing early scale by)."""
+    return np.clip((dt - (loss + work_left / rate)) / dt, 0.0, 1.0)
 
 
 def nearest(values: np.ndarray, x: np.ndarray) -> np.ndarray:

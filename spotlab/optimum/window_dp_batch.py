@@ -23,7 +23,7 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import SolverError
-from .window_dp import Grid, GridSearch, WindowDP, nearest
+from .window_dp import Grid, GridSearch, WindowDP, nearest, unused_share
 from .window_tail import TailStack
 from .window_types import WindowPlan, WindowTerms
 
@@ -143,8 +143,7 @@ class _Kinds:
             for k in range(K):
                 pos = np.flatnonzero(left[k] <= dp.tol)
                 b = pos // (2 * m)
-                unused = np.clip((dt - (loss + (R.ravel()[b] - rep.ravel()[pos]) / rate.ravel()[k])) / dt, 0.0, 1.0)
-                finishing.append((pos, b, unused))
+                finishing.append((pos, b, unused_share(dt, loss, R.ravel()[b] - rep.ravel()[pos], rate.ravel()[k])))
             shift = np.concatenate([np.rint(cap / q), np.ceil(cap / q)], axis=2).astype(np.int64)  # (K, B, 2, 1)
             rows = 1 + np.arange(K) * P + int(nearest(pend, np.array([p_next]))[0])
             level = np.minimum(np.arange(m)[None, None, None, :] + shift, m - 1)
@@ -291,7 +290,7 @@ class _Reader:
             lv = np.where(mv["valid"], np.clip(lv, 0, self.n - 1), 0).astype(np.int64)
             later = self.tables[b[:, None], t + 1, which[:, None], lv, mv["row"]]
         ps = {k: v[b, t][:, None] for k, v in self.per_slot.items()}
-        unused = np.clip((dt - (mv["loss"] + (R - d) / rate)) / dt, 0.0, 1.0)
+        unused = unused_share(dt, mv["loss"], R - d, rate)
         o, s = mv["o"], mv["s"]
         finish = unused * (o * ps["od_refund"] + s * ps["sp_refund"] + ps["value_unused"]) \
             + self.value_end[b, t][:, None]

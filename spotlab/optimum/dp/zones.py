@@ -28,7 +28,7 @@ from .work_lattice import work_quantum
 
 TOL = 1e-9
 SHORT_ROWS = 8  # `_first_min` loops over fewer rows than this, else np.argmin is quicker
-DEAD_CHECK = 16  # slots between the DP's checks that some state is left (a plan that cannot be dies in its first)
+DEAD_CHECK = 16  # slots between the DP's checks that some state is left (a solve with no plan dies in its first slot)
 
 
 @dataclass(frozen=True)
