@@ -237,42 +237,64 @@ class _Reader:
         self.n = grids[0].n
         self.start_k = [dp.alloc.index(tm.prev_o, tm.prev_s) if tm.running else -1 for tm in terms]
         st = stacked
-        self.per_slot = {name: getattr(st, name)
-                         for name in ("od_cost", "sp_cost", "od_refund", "sp_refund", "value_unused", "lim")}
+        self.per_slot = {name: getattr(st, name) for name in self.PER_SLOT}
+        self.slot_terms = np.stack([st.value_end, *self.per_slot.values()])  # (1 + len(PER_SLOT), B, w)
         self.value_end, self.left, self.may_stop, self.stop_value = st.value_end, st.left, st.may_stop, st.stop_value
         self.s_hi = st.s_hi
         self.sets: dict[tuple, int] = {}  # each distinct move set (`WindowDP.moves_from`), padded to M, by id
         self.rows: dict[str, list] = {name: [] for name in self.FIELDS}
         self.arrays: dict[str, np.ndarray] = {}
+        # the sets' ids by (allowed, k + 1, index of the pending value in `pvals`), -1 where none: a path's set is
+        # looked up for all paths at once (a loop over the paths cost more than the slot's arithmetic)
+        self.pvals = np.empty(0)
+        self.table = np.full((self.M, self.M, 0), -1, dtype=np.int64)
 
     FIELDS = ("valid", "k", "loss", "row", "pending", "run", "o", "s", "rate", "cap")
+    PER_SLOT = ("od_cost", "sp_cost", "od_refund", "sp_refund", "value_unused", "lim")
 
     def _moves(self, b: np.ndarray, t: int, k_cur: np.ndarray, p_cur: np.ndarray) -> dict[str, np.ndarray]:
         """The moves of paths `b` (window indices) at slot t from (k_cur, p_cur), padded to M (`valid`)."""
-        al, M = self.dp.alloc, self.M
+        al = self.dp.alloc
         allowed = np.where(t < self.left[b], np.searchsorted(al.s, self.s_hi[b, t] + 1e-9, side="right"), 0)
-        ids = []
-        for a, k, p in zip(allowed.tolist(), k_cur.tolist(), p_cur.tolist()):
-            key = (a, k, p)
-            got = self.sets.get(key)
-            if got is None:
-                mv = self.dp.moves_from(self.terms[0], t, int(k), float(p), self.pend, allowed=int(a))
-                c = mv.k.size
-                pad = {"valid": (np.arange(M) < c), "k": np.full(M, -1, dtype=np.int64), "loss": np.zeros(M),
-                       "row": np.zeros(M, dtype=np.int64), "pending": np.zeros(M), "run": np.zeros(M, dtype=bool),
-                       "o": np.zeros(M, dtype=np.int64), "s": np.zeros(M, dtype=np.int64), "rate": np.ones(M),
-                       "cap": np.zeros(M)}
-                for name in self.FIELDS[1:]:
-                    pad[name][:c] = getattr(mv, name)
-                got = self.sets[key] = len(self.sets)
-                for name in self.FIELDS:
-                    self.rows[name].append(pad[name])
-                self.arrays = {}
-            ids.append(got)
-        if not self.arrays:
+        ids = self._ids(allowed, k_cur, p_cur)
+        if ids is None:  # a state no path was in before: its set, then the lookup again
+            for key in zip(allowed.tolist(), k_cur.tolist(), p_cur.tolist()):
+                if key not in self.sets:
+                    self._add(t, *key)
+            keys = list(self.sets)
+            self.pvals = np.unique(np.array([p for _, _, p in keys], dtype=float))
+            self.table = np.full((self.M, self.M, self.pvals.size), -1, dtype=np.int64)
+            for (a, k, p), got in self.sets.items():
+                self.table[a, k + 1, int(np.searchsorted(self.pvals, p))] = got
             self.arrays = {name: np.array(rows) for name, rows in self.rows.items()}
-        ids = np.array(ids, dtype=np.int64)
+            ids = self._ids(allowed, k_cur, p_cur)
         return {name: arr[ids] for name, arr in self.arrays.items()}
+
+    def _ids(self, allowed: np.ndarray, k_cur: np.ndarray, p_cur: np.ndarray) -> np.ndarray | None:
+        """The set id of every path, None when some path's set is not made yet."""
+        pv = self.pvals
+        if not pv.size:
+            return None
+        i = np.minimum(np.searchsorted(pv, p_cur), pv.size - 1)
+        ids = self.table[allowed, k_cur + 1, i]
+        if (pv[i] != p_cur).any() or (ids < 0).any():
+            return None
+        return ids
+
+    def _add(self, t: int, a: int, k: int, p: float) -> None:
+        """The move set of state (k, p) where the slot allows `a` allocations, padded to M, under a new id."""
+        M = self.M
+        mv = self.dp.moves_from(self.terms[0], t, int(k), float(p), self.pend, allowed=int(a))
+        c = mv.k.size
+        pad = {"valid": (np.arange(M) < c), "k": np.full(M, -1, dtype=np.int64), "loss": np.zeros(M),
+               "row": np.zeros(M, dtype=np.int64), "pending": np.zeros(M), "run": np.zeros(M, dtype=bool),
+               "o": np.zeros(M, dtype=np.int64), "s": np.zeros(M, dtype=np.int64), "rate": np.ones(M),
+               "cap": np.zeros(M)}
+        for name in self.FIELDS[1:]:
+            pad[name][:c] = getattr(mv, name)
+        self.sets[(a, k, p)] = len(self.sets)
+        for name in self.FIELDS:
+            self.rows[name].append(pad[name])
 
     def _values(self, b: np.ndarray, t: int, mv: dict, done: np.ndarray, which: np.ndarray) -> tuple:
         """`WindowDP._values` of paths `b` at slot t: per move its value (minus infinity where it breaks the net
@@ -289,11 +311,11 @@ class _Reader:
             lv = np.where(which[:, None] == 0, np.rint(x), np.ceil(x) - 1)
             lv = np.where(mv["valid"], np.clip(lv, 0, self.n - 1), 0).astype(np.int64)
             later = self.tables[b[:, None], t + 1, which[:, None], lv, mv["row"]]
-        ps = {k: v[b, t][:, None] for k, v in self.per_slot.items()}
+        at = self.slot_terms[:, b, t, None]  # the slot's terms of every path in one gather
+        ps = dict(zip(self.PER_SLOT, at[1:]))
         unused = unused_share(dt, mv["loss"], R - d, rate)
         o, s = mv["o"], mv["s"]
-        finish = unused * (o * ps["od_refund"] + s * ps["sp_refund"] + ps["value_unused"]) \
-            + self.value_end[b, t][:, None]
+        finish = unused * (o * ps["od_refund"] + s * ps["sp_refund"] + ps["value_unused"]) + at[0]
         now = np.where(fin, finish, 0.0) - (o * ps["od_cost"] + s * ps["sp_cost"])
         stop = (mv["k"] < 0) & (after > ps["lim"]) & self.may_stop[b][:, None] & (t < self.left[b])[:, None]
         ok = fin | stop | (after <= ps["lim"]) | (run & (mv["k"] == dp.full_od)

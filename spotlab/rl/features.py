@@ -53,8 +53,8 @@ def observe(engine: Engine, candidates: Sequence[int], slots: int, horizon_s: fl
     soon = [0] * len(pools)
     limit = now + horizon_s
     for at in st.running.values():
-        if at.end <= limit:
-            soon[at.pool] += sum(n for _, n in at.alloc)
+        if at.end <= limit:  # an allocation holds its option's GPUs (`Engine.start` checks it)
+            soon[at.pool] += jobs[at.job].options[at.option].gpus
     # every feature but the wait is a function of the job's first offered option's (GPU type, GPUs) when it is
     # the only one offered (`Engine.fits` and the pools where an option can run depend on nothing else): one row
     # per such pair, reused across slots; rows are written in one assignment

@@ -115,10 +115,13 @@ class JobScoringPolicy(MaskableActorCriticPolicy):
         """Actions, values and their log-probabilities, as sb3-contrib's `forward` (module doc)."""
         if action_masks is None:
             return super().forward(obs, deterministic, action_masks)
-        latent_pi, values = self.mlp_extractor(self.extract_features(obs))
-        log_probs = masked_log_probs(latent_pi.view(-1, int(self.action_space.n)), action_masks)
-        actions = _actions(log_probs, deterministic)
-        log_prob = log_probs.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1)
+        # a rollout step (sb3 calls it without gradients): inference mode, the same kernels without autograd's
+        # bookkeeping on every one of its ~50 small operations
+        with th.inference_mode(not th.is_grad_enabled()):
+            latent_pi, values = self.mlp_extractor(self.extract_features(obs))
+            log_probs = masked_log_probs(latent_pi.view(-1, int(self.action_space.n)), action_masks)
+            actions = _actions(log_probs, deterministic)
+            log_prob = log_probs.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1)
         return actions.reshape(-1), values, log_prob
 
     def act(self, obs: np.ndarray, mask: np.ndarray, deterministic: bool = True) -> int:
