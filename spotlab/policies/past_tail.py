@@ -32,22 +32,23 @@ def past_tails(job: Job, avail: Sequence[np.ndarray], price: Sequence[np.ndarray
     """Per window: the tail over the blocks `bounds` (hours; the same for every window, slots `ahead` of now in
     them, the first `lag0` + 1 ahead of the window's last slot), from its recent availability and spot price
     (`avail[r]`, `price[r]`; not finite: none), the availability its window ends on (`seen[r]`) and its
-    on-demand price (`od[r]`)."""
-    out: list = [None] * len(avail)
-    sizes = np.array([np.size(a) for a in avail])
-    for n in np.unique(sizes):
-        rows = np.flatnonzero(sizes == n)
-        got = _tails_of(job, np.array([avail[r] for r in rows], dtype=float).reshape(rows.size, n),
-                        np.array([price[r] for r in rows], dtype=float).reshape(rows.size, n), bounds, ahead, lag0,
-                        slot_hours, np.asarray(seen, dtype=float)[rows], np.asarray(od, dtype=float)[rows])
-        for r, tail in zip(rows, got):
-            out[r] = tail
-    return out
+    on-demand price (`od[r]`). Pasts of different lengths are rows of one array, each of its own length."""
+    G = len(avail)
+    n = np.array([np.size(a) for a in avail], dtype=np.int64)
+    if not G:
+        return []
+    N = int(n.max())
+    a, p = np.zeros((G, N)), np.full((G, N), np.nan)  # after a row's end: no spot and no price
+    for r in range(G):
+        a[r, :n[r]] = np.ravel(avail[r])
+        p[r, :n[r]] = np.ravel(price[r])
+    return _tails_of(job, a, p, n, bounds, ahead, lag0, slot_hours, np.asarray(seen, dtype=float),
+                     np.asarray(od, dtype=float))
 
 
-def _tails_of(job: Job, a: np.ndarray, p: np.ndarray, bounds: np.ndarray, ahead: np.ndarray, lag0: int,
-              dt: float, seen: np.ndarray, od: np.ndarray) -> list[TailForecast]:
-    """`past_tails` of windows with as many slots of past (rows of `a` and `p`)."""
+def _tails_of(job: Job, a: np.ndarray, p: np.ndarray, size: np.ndarray, bounds: np.ndarray, ahead: np.ndarray,
+              lag0: int, dt: float, seen: np.ndarray, od: np.ndarray) -> list[TailForecast]:
+    """`past_tails` of windows whose pasts are the rows of `a` and `p`, row r of length size[r]."""
     G = a.shape[0]
     first = int(np.floor(bounds[0] / dt + 1e-9))
     last = int(np.ceil(bounds[-1] / dt - 1e-9))
@@ -58,19 +59,19 @@ def _tails_of(job: Job, a: np.ndarray, p: np.ndarray, bounds: np.ndarray, ahead:
         return block_hours(cap, bounds, edges, dt)
 
     level = np.where(seen >= job.n_min, np.minimum(seen, float(job.n_max)), 0.0)
-    cap_pure = _profiles(pure, ahead, lag0, level, dt, job.n_max)
+    cap_pure = _profiles(pure, size, ahead, lag0, level, dt, job.n_max)
     cap_mixed = np.zeros((G, ahead.size))
     need = mixed.any(axis=1) | ((0 < seen) & (seen < job.n_min))  # N_min = 1: never any
     if need.any():
         toward = np.where((0 < seen) & (seen < job.n_min), float(job.n_min), 0.0)
-        cap_mixed[need] = _profiles(mixed[need], ahead, lag0, toward[need], dt, job.n_max)
+        cap_mixed[need] = _profiles(mixed[need], size[need], ahead, lag0, toward[need], dt, job.n_max)
     ok_p = np.isfinite(p)
     good = (pure > 0) & ok_p
     blend = (mixed > 0) & ok_p
     on = pure > 0
     # a spot hour in the tail pays for the restarts its spells need: only the share `useful` does work (counted on
     # the spot GPUs held: a mixed hour whose spot count changes restarts too)
-    useful = restart_share(np.where(a > 0, np.minimum(a, job.n_max), 0.0), dt, job.overhead_h)
+    useful = restart_share(np.where(a > 0, np.minimum(a, job.n_max), 0.0), dt, job.overhead_h, size)
     raw, raw_mixed = per_block(cap_pure), per_block(cap_mixed)
     hours, n = np.diff(bounds), bounds.size - 1
     out = []
@@ -113,30 +114,37 @@ def block_hours(cap: np.ndarray, bounds: np.ndarray, edges: np.ndarray, dt: floa
     return np.maximum(np.diff(at, axis=1), 0.0)
 
 
-def _profiles(usable: np.ndarray, ahead: np.ndarray, lag0: int, level: np.ndarray, dt: float,
+def _profiles(usable: np.ndarray, n: np.ndarray, ahead: np.ndarray, lag0: int, level: np.ndarray, dt: float,
               n_max: int) -> np.ndarray:
-    """Per row, expected GPUs of `usable` `ahead` slots on: its time-of-day mean when two days or more are known,
-    else its mean, moved towards `level` as far as the past says a level persists (`predict.reversion`)."""
+    """Per row (of length n[r]), expected GPUs of `usable` `ahead` slots on: its time-of-day mean when two days or
+    more are known, else its mean, moved towards `level` as far as the past says a level persists
+    (`predict.reversion`)."""
     day = int(round(24.0 / dt))
     period = day if abs(day * dt - 24.0) < 1e-6 else 1  # slots that do not tile a day: no daily cycle
-    profile = daily_profile(usable, period)
-    cap = profile[:, (usable.shape[1] - 1 + ahead) % profile.shape[1]]
-    beta, mean = lag_slopes(usable, ahead - lag0)
+    profile = daily_profile(usable, period, n)
+    cap = np.take_along_axis(profile, (n[:, None] - 1 + ahead[None, :]) % profile.shape[1], 1)
+    beta, mean = lag_slopes(usable, ahead - lag0, lengths=n)
     return np.clip(cap + beta * (level[:, None] - mean), 0.0, float(n_max))
 
 
-def restart_slots(usable: np.ndarray) -> np.ndarray:
+def restart_slots(usable: np.ndarray, lengths: np.ndarray | None = None) -> np.ndarray:
     """Restarts a job following `usable` spot pays in each slot (along the last axis): one where spot starts or
     changes level, one where it ends (the job moves back to on-demand GPUs); a spell under way at either end of
-    the series none."""
+    the series none (rows of 2-D `usable` of their own `lengths`: zeros after each, a row's end at its length)."""
     u = np.asarray(usable, dtype=float)
     on = u > 0
     before = np.concatenate([u[..., :1], u[..., :-1]], axis=-1)
     after = np.concatenate([u[..., 1:], u[..., -1:]], axis=-1)
+    if lengths is not None:
+        lengths = np.asarray(lengths)
+        rows = np.flatnonzero(lengths > 0)
+        ends = lengths[rows] - 1
+        after[rows, ends] = u[rows, ends]
     return (on & (before != u)).astype(float) + (on & (after == 0)).astype(float)
 
 
-def restart_share(usable: np.ndarray, slot_hours: float, overhead_h: float) -> float | np.ndarray:
+def restart_share(usable: np.ndarray, slot_hours: float, overhead_h: float,
+                  lengths: np.ndarray | None = None) -> float | np.ndarray:
     """The share of a spot hour that does work when a job follows spot: 1 - overhead x restarts per spot
     hour in the past `usable` (a restart where usable spot starts or changes level, one where it ends and
     the job goes back to on-demand), floored at 0; per row of a 2-D `usable`. Why: the fluid tail has no restarts,
@@ -146,7 +154,7 @@ def restart_share(usable: np.ndarray, slot_hours: float, overhead_h: float) -> f
     u = np.asarray(usable, dtype=float)
     rows = np.atleast_2d(u)
     on = (rows > 0).sum(axis=1)
-    restarts = restart_slots(rows).sum(axis=1)  # whole numbers: exact in any order
+    restarts = restart_slots(rows, lengths).sum(axis=1)  # whole numbers: exact in any order
     share = np.where(on > 0, np.maximum(0.0, 1.0 - overhead_h * restarts / (np.maximum(on, 1) * slot_hours)), 1.0)
     share = share if overhead_h > 0 else np.ones(rows.shape[0])
     return float(share[0]) if u.ndim < 2 else share

@@ -20,37 +20,44 @@ from ..params import Interval, positive_hours
 from .base import Predictor, slots_per
 
 
-def lag_slopes(y: np.ndarray, lags: np.ndarray, min_pairs: int = 24) -> tuple[np.ndarray, np.ndarray]:
+def lag_slopes(y: np.ndarray, lags: np.ndarray, min_pairs: int = 24,
+               lengths: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Per lag h, the least-squares slope of y[e + h] on y[e] over every such pair in `y`, clipped to [0, 1],
     and the mean of those y[e]; both 0 where fewer than `min_pairs` pairs or no variation are known. A 2-D `y`
-    gives them per row (last axis: time)."""
-    beta, mean, _ = lag_stats(y, lags, min_pairs)
+    gives them per row (last axis: time); `lengths`: each row's own length, its values first and zeros after."""
+    beta, mean, _ = lag_stats(y, lags, min_pairs, lengths)
     return beta, mean
 
 
-def lag_stats(y: np.ndarray, lags: np.ndarray, min_pairs: int = 24) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def lag_stats(y: np.ndarray, lags: np.ndarray, min_pairs: int = 24,
+              lengths: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """`lag_slopes` and, per lag, whether its slope is known (per row of a 2-D `y`: CHC's tail reads every
     window's past at once; the lag-h products are summed row by row by numpy's correlate, so a row's numbers are
-    those of the row alone)."""
+    those of the row alone). Rows of their own `lengths` (zeros after them) give the numbers of each row cut to
+    its length: running sums from a row's start and its own pairs."""
     lags = np.asarray(lags, dtype=np.int64)
     y = np.asarray(y, dtype=float)
     rows = y.reshape(-1, y.shape[-1])
-    G, n = rows.shape
-    if n <= min_pairs or lags.size == 0:
+    G, N = rows.shape
+    n = np.full(G, N, dtype=np.int64) if lengths is None else np.asarray(lengths, dtype=np.int64).reshape(G)
+    enough = n > min_pairs
+    if not enough.any() or lags.size == 0:
         zero = np.zeros((G, lags.size))
         out = zero, zero.copy(), np.zeros((G, lags.size), dtype=bool)
     else:
-        h = np.clip(lags, 0, n - 1)
-        pairs = n - h  # pairs (y[e], y[e + h]) for e = 0 .. n-1-h
+        h = np.clip(lags[None, :], 0, np.maximum(n - 1, 0)[:, None])  # (G, lags)
+        pairs = n[:, None] - h  # pairs (y[e], y[e + h]) for e = 0 .. n-1-h
         start = np.zeros((G, 1))
         cx = np.concatenate([start, np.cumsum(rows, axis=1)], axis=1)
         cxx = np.concatenate([start, np.cumsum(rows * rows, axis=1)], axis=1)
-        sx, sxx, sy = cx[:, pairs], cxx[:, pairs], cx[:, n:n + 1] - cx[:, h]
-        sxy = lag_products(rows, h)
+        sx, sxx = np.take_along_axis(cx, pairs, 1), np.take_along_axis(cxx, pairs, 1)
+        sy = np.take_along_axis(cx, n[:, None], 1) - np.take_along_axis(cx, h, 1)
+        sxy = lag_products(rows, h, n)
         c = np.maximum(pairs, 1).astype(float)
-        var = sxx / c - (sx / c) ** 2
-        cov = sxy / c - sx * sy / c ** 2
-        use = (pairs >= min_pairs) & (var > 1e-9) & (lags >= 1)
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):  # (rows too short: not used)
+            var = sxx / c - (sx / c) ** 2
+            cov = sxy / c - sx * sy / c ** 2
+        use = (pairs >= min_pairs) & (var > 1e-9) & (lags >= 1) & enough[:, None]
         beta = np.where(use, np.clip(cov / np.where(use, var, 1.0), 0.0, 1.0), 0.0)
         out = beta, np.where(use, sx / c, 0.0), use
     return tuple(o[0] if y.ndim == 1 else o.reshape(y.shape[:-1] + (lags.size,)) for o in out)
@@ -63,22 +70,30 @@ _EXACT_FFT_SUM = 2.0 ** 30
 _FFT_FROM = 400
 
 
-def lag_products(rows: np.ndarray, lags: np.ndarray) -> np.ndarray:
-    """Per row of `rows` (G, n) and lag h of `lags` (each in 0..n-1), the sum of rows[e] * rows[e + h].
+def lag_products(rows: np.ndarray, lags: np.ndarray, lengths: np.ndarray | None = None) -> np.ndarray:
+    """Per row of `rows` (G, n) and lag h of `lags` (each in 0..n-1; (G, lags): each row's own), the sum of
+    rows[e] * rows[e + h].
 
     Long rows of whole numbers (availability: GPU counts, tiers of them) take one FFT for all rows and lags,
     rounded to the integers the sums are: the same numbers as summing the products, in any order. Other rows are
-    summed row by row by numpy's correlate, so a row's numbers never depend on the rows beside it.
-    docs/benchmarks.md"""
-    G, n = rows.shape
-    if G and n >= _FFT_FROM and _exact_by_fft(rows):
+    summed row by row by numpy's correlate, so a row's numbers never depend on the rows beside it; a row of
+    `lengths` (zeros after it) is summed cut to its length. docs/benchmarks.md"""
+    G, N = rows.shape
+    lags = np.asarray(lags, dtype=np.int64)
+    per_row = np.broadcast_to(lags, (G, lags.shape[-1]))
+    if G and N >= _FFT_FROM and _exact_by_fft(rows):
         from scipy import fft
 
-        size = fft.next_fast_len(2 * n - 1, real=True)
+        size = fft.next_fast_len(2 * N - 1, real=True)
         spectrum = fft.rfft(rows, size, axis=1)
         auto = fft.irfft(spectrum * spectrum.conj(), size, axis=1)
-        return np.rint(auto[:, lags]) + 0.0  # + 0.0: a sum of 0 is +0.0, as summed
-    return np.array([np.correlate(row, row, mode="full")[n - 1 + lags] for row in rows]).reshape(G, lags.size)
+        return np.rint(np.take_along_axis(auto, per_row, 1)) + 0.0  # + 0.0: a sum of 0 is +0.0, as summed
+    n = np.full(G, N) if lengths is None else np.asarray(lengths).reshape(G)
+    out = np.empty((G, per_row.shape[1]))
+    for r in range(G):
+        row = rows[r, :n[r]]
+        out[r] = np.correlate(row, row, mode="full")[n[r] - 1 + per_row[r]]
+    return out
 
 
 def _exact_by_fft(rows: np.ndarray) -> bool:
@@ -86,23 +101,28 @@ def _exact_by_fft(rows: np.ndarray) -> bool:
     return np.array_equal(rows, np.rint(rows)) and float(np.max(np.sum(rows * rows, axis=1))) <= _EXACT_FFT_SUM
 
 
-def daily_profile(y: np.ndarray, period: int) -> np.ndarray:
+def daily_profile(y: np.ndarray, period: int, lengths: np.ndarray | None = None) -> np.ndarray:
     """Mean of `y` at each phase of the period (phase = index mod period) when two periods or more are
-    known, else the overall mean at every phase; per row of a 2-D `y` (last axis: time). Each phase's values are
-    summed in time order, one period after another, so a row's profile is that of the row alone."""
+    known, else the overall mean at every phase; per row of a 2-D `y` (last axis: time; `lengths`: each row's
+    own, zeros after it). Each phase's values are summed in time order, one period after another, so a row's
+    profile is that of the row alone."""
     y = np.asarray(y, dtype=float)
     rows = y.reshape(-1, y.shape[-1])
-    G, n = rows.shape
-    if period >= 2 and n >= 2 * period:
-        whole = -(-n // period) * period
-        padded = np.zeros((G, whole))
-        padded[:, :n] = rows  # + 0.0 at the end: the same sums
-        sums = np.zeros((G, period))
-        for block in padded.reshape(G, whole // period, period).transpose(1, 0, 2):
+    G, N = rows.shape
+    n = np.full(G, N, dtype=np.int64) if lengths is None else np.asarray(lengths, dtype=np.int64).reshape(G)
+    out = np.empty((G, max(period, 1)))
+    cycle = (n >= 2 * period) & (period >= 2)
+    if cycle.any():
+        whole = -(-N // period) * period
+        padded = np.zeros((int(cycle.sum()), whole))
+        padded[:, :N] = rows[cycle]  # + 0.0 after each row: the same sums
+        sums = np.zeros((padded.shape[0], period))
+        for block in padded.reshape(padded.shape[0], whole // period, period).transpose(1, 0, 2):
             sums = sums + block
-        out = sums / np.maximum(np.bincount(np.arange(n) % period, minlength=period), 1)
-    else:
-        out = np.repeat(np.array([float(row.mean()) for row in rows])[:, None], max(period, 1), axis=1)
+        m = n[cycle][:, None]
+        out[cycle] = sums / np.maximum(m // period + (np.arange(period)[None, :] < m % period), 1)
+    for r in np.flatnonzero(~cycle):
+        out[r] = float(rows[r, :n[r]].mean())
     return out[0] if y.ndim == 1 else out.reshape(y.shape[:-1] + (out.shape[1],))
 
 

@@ -4,6 +4,8 @@
 - `lag_slopes` is the least-squares slope it says it is (against a direct computation).
 - `restart_share` counts the restarts of following spot: a hand-counted answer, its edge cases, and random
   series against a count by runs.
+- `past_tails` of many windows, whose pasts differ in length, are each window's own tail to the bit (pasts
+  either side of the lag products' FFT threshold and of two days, of GPU counts, fractions and gaps).
 What the tail does for CHC on markets of day-long regimes is in `test_chc_quality.py`.
 """
 
@@ -21,7 +23,7 @@ from spotlab.errors import SolverError
 from spotlab.jobs.job import Job, Throughput
 from spotlab.optimum.window import WindowProblem, _take_from_end
 from spotlab.optimum.window_types import TailForecast, WindowState, work_segments
-from spotlab.policies.past_tail import restart_share, restart_slots
+from spotlab.policies.past_tail import past_tails, restart_share, restart_slots
 from spotlab.predict.reversion import lag_slopes
 
 
@@ -252,3 +254,42 @@ def test_the_nets_margin_comes_off_the_tails_last_hours(hours, amount):
     cut = np.flatnonzero(out < h - 1e-12)
     if cut.size:
         np.testing.assert_allclose(out[cut[0] + 1:], 0.0, atol=1e-12)  # after the first cut block: all taken
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(seed=st.integers(0, 2**31 - 1), kind=st.sampled_from(["0/1", "counts", "fractional", "gaps"]))
+def test_past_tails_of_many_windows_are_each_windows_own(seed, kind):
+    """The tails of windows read at once (pasts of different lengths as rows of one array) equal each window's
+    tail read alone, field by field and bit for bit."""
+    rng = np.random.default_rng(seed)
+    n_max = int(rng.integers(1, 9))
+    job = Job(work=30.0, deadline_h=40.0, n_min=int(rng.integers(1, n_max + 1)), n_max=n_max,
+              overhead_h=float(rng.choice([0.0, 0.02, 0.2])))
+    dt = float(rng.choice([1 / 6, 1.0]))
+    G = int(rng.integers(1, 9))
+    lengths = rng.choice([1, 5, 25, 60, 290, 399, 401, 700, 1008], size=G) + rng.integers(0, 3, size=G)
+    avail, price = [], []
+    for n in lengths:
+        a = (rng.random(n) < rng.uniform(0.2, 0.9)).astype(float)
+        if kind in ("counts", "gaps"):
+            a *= rng.integers(0, n_max + 3, size=n)
+        if kind == "fractional":
+            a *= rng.uniform(0, n_max + 1, size=n)
+        p = rng.uniform(0.5, 3.0, size=n)
+        if kind == "gaps":
+            a[rng.random(n) < 0.05] = np.nan
+            p[rng.random(n) < 0.1] = np.nan
+        avail.append(a)
+        price.append(p)
+    w = int(rng.integers(1, 8))
+    bounds = np.cumsum(np.concatenate([[w * dt], rng.uniform(0.5, 12.0, size=int(rng.integers(1, 5)))]))
+    first, last = int(np.floor(bounds[0] / dt + 1e-9)), int(np.ceil(bounds[-1] / dt - 1e-9))
+    ahead = np.arange(first, last)
+    seen = np.array([np.nan_to_num(a[-1]) for a in avail])
+    od = rng.uniform(2.0, 4.0, size=G)
+    together = past_tails(job, avail, price, bounds, ahead, w - 1, dt, seen, od)
+    for r in range(G):
+        alone = past_tails(job, [avail[r]], [price[r]], bounds, ahead, w - 1, dt, seen[r:r + 1], od[r:r + 1])[0]
+        for field in dataclasses.fields(TailForecast):
+            got, want = getattr(together[r], field.name), getattr(alone, field.name)
+            assert np.asarray(got).tobytes() == np.asarray(want).tobytes(), (r, field.name)

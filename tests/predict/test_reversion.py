@@ -3,7 +3,8 @@
 - Known answers: a short dip is forecast to end, a long drought to last; the forecast equals its formula.
 - Property: the forecast lies between the last value and the profile (slopes in [0, 1]) and within the
   history's range; the lag products are, to the bit, the sums numpy's correlate makes row by row, whichever way
-  they are computed (long rows of whole numbers by FFT, others summed).
+  they are computed (long rows of whole numbers by FFT, others summed); rows of their own lengths (zeros after
+  them) give, to the bit, the profile, slopes and products of each row cut to its length.
 """
 
 from __future__ import annotations
@@ -94,3 +95,28 @@ def test_bad_parameters_are_one_clear_error():
         make_predictor("reversion", min_pairs=1)
     with pytest.raises(PredictionError, match="needs at least 25 slots"):
         make_predictor("reversion").fit(np.ones(10))
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(seed=st.integers(0, 2**31 - 1), kind=st.sampled_from(["0/1", "counts", "fractional"]))
+def test_rows_of_their_own_lengths_are_each_row_cut_to_its_length(seed, kind):
+    rng = np.random.default_rng(seed)
+    G = int(rng.integers(1, 7))
+    n = rng.choice([3, 24, 25, 47, 48, 60, _FFT_FROM - 1, _FFT_FROM + 1, 3 * _FFT_FROM], size=G)
+    y = np.zeros((G, int(n.max())))
+    for r in range(G):
+        row = (rng.random(n[r]) < rng.random()).astype(float)
+        if kind == "counts":
+            row *= rng.integers(0, 9, size=n[r])
+        elif kind == "fractional":
+            row *= rng.random(n[r]) * 8
+        y[r, :n[r]] = row
+    lags = np.unique(rng.integers(0, 40, size=int(rng.integers(1, 12))))
+    period = int(rng.choice([1, 24]))
+    profile = daily_profile(y, period, n)
+    stats = lag_stats(y, lags, lengths=n)
+    for r in range(G):
+        cut = y[r, :n[r]]
+        assert profile[r].tobytes() == daily_profile(cut, period).tobytes()
+        for got, want in zip(stats, lag_stats(cut, lags)):
+            assert got[r].tobytes() == want.tobytes()
