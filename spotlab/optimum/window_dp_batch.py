@@ -239,7 +239,7 @@ class _Reader:
         st = stacked
         self.per_slot = {name: getattr(st, name) for name in self.PER_SLOT}
         self.slot_terms = np.stack([st.value_end, *self.per_slot.values()])  # (1 + len(PER_SLOT), B, w)
-        self.value_end, self.left, self.may_stop, self.stop_value = st.value_end, st.left, st.may_stop, st.stop_value
+        self.left, self.may_stop, self.stop_value = st.left, st.may_stop, st.stop_value
         self.s_hi = st.s_hi
         self.sets: dict[tuple, int] = {}  # each distinct move set (`WindowDP.moves_from`), padded to M, by id
         self.rows: dict[str, list] = {name: [] for name in self.FIELDS}

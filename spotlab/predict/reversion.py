@@ -54,9 +54,8 @@ def lag_stats(y: np.ndarray, lags: np.ndarray, min_pairs: int = 24,
         sy = np.take_along_axis(cx, n[:, None], 1) - np.take_along_axis(cx, h, 1)
         sxy = lag_products(rows, h, n)
         c = np.maximum(pairs, 1).astype(float)
-        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):  # (rows too short: not used)
-            var = sxx / c - (sx / c) ** 2
-            cov = sxy / c - sx * sy / c ** 2
+        var = sxx / c - (sx / c) ** 2
+        cov = sxy / c - sx * sy / c ** 2
         use = (pairs >= min_pairs) & (var > 1e-9) & (lags >= 1) & enough[:, None]
         beta = np.where(use, np.clip(cov / np.where(use, var, 1.0), 0.0, 1.0), 0.0)
         out = beta, np.where(use, sx / c, 0.0), use
